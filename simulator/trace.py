@@ -1,0 +1,260 @@
+"""The one trace format shared by the simulator and the measured kernels (DESIGN.md, "One trace format").
+
+A trace is a table of spans. Each row is one thing one warp role of one CTA did or waited for:
+
+    sm, cta, cluster, role, kind, tile_m, tile_n, tile_l, k_block, stage, start_ns, end_ns,
+    start_cycle, end_cycle, barrier
+
+* ``role`` is the seed's warp-role name (``MMA``, ``Sched``, ``MainloopLoad``, ``EpilogueLoad``,
+  ``Epilogue`` for SM100; ``MainloopLoad``, ``EpilogueLoad``, ``Consumer0``, ``Consumer1`` for SM90).
+* ``kind`` is one of :data:`KINDS`. A ``wait`` span names the barrier it waited on in ``barrier``
+  (``"<pipeline>.<full|empty>"`` for pipelines, the barrier's name otherwise).
+* Integer fields that do not apply are ``-1``; cycles that are not known are ``nan``.
+* Times are nanoseconds from the start of the kernel (the earliest record), cycles are SM cycles
+  on the same origin.
+
+Rows are appended with :meth:`Trace.add` (cheap: one tuple append) and turned into numpy columns
+on demand. A trace carries ``meta``: where it came from (``source`` = ``"simulated"`` or
+``"measured"``), the architecture, the config, the model constants used, the clock that converts
+cycles to nanoseconds, and for measured traces the device, driver and DSL version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Every span kind the simulator and the instrumented kernels emit.
+KINDS: tuple[str, ...] = (
+    "tma_load",     # mainloop TMA load of one K-block: issue -> all bytes landed (full barrier phase done)
+    "mma",          # one K-block of tensor-core work: issue -> completion
+    "epi_load",     # TMA load of one C subtile: issue -> landed
+    "epilogue",     # one epilogue subtile: accumulator -> registers -> convert -> SMEM -> TMA store issued
+    "tma_store",    # TMA store of one D subtile: issue -> bytes written
+    "clc_query",    # CLC try_cancel: issue -> 16 B response landed
+    "wait",         # a role blocked on a barrier (``barrier`` names it)
+    "tile",         # a role's whole span of work on one output tile
+    "acc_handoff",  # instant: MMA committed an accumulator stage to the epilogue
+    "prologue",     # a role's start-up (barrier init, TMEM allocation, descriptor prefetch)
+)
+
+COLUMNS: tuple[str, ...] = (
+    "sm", "cta", "cluster", "role", "kind", "tile_m", "tile_n", "tile_l", "k_block", "stage",
+    "start_ns", "end_ns", "start_cycle", "end_cycle", "barrier",
+)
+_INT_COLUMNS = ("sm", "cta", "cluster", "tile_m", "tile_n", "tile_l", "k_block", "stage")
+_FLOAT_COLUMNS = ("start_ns", "end_ns", "start_cycle", "end_cycle")
+_STR_COLUMNS = ("role", "kind", "barrier")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One row of a trace, as a value (for tests and small traces; bulk data stays columnar)."""
+
+    sm: int
+    cta: int
+    cluster: int
+    role: str
+    kind: str
+    tile_m: int
+    tile_n: int
+    tile_l: int
+    k_block: int
+    stage: int
+    start_ns: float
+    end_ns: float
+    start_cycle: float
+    end_cycle: float
+    barrier: str
+
+    @property
+    def duration_ns(self) -> float:
+        return self.end_ns - self.start_ns
+
+
+class TraceFormatError(ValueError):
+    """A trace file or row that does not follow the shared format."""
+
+
+class Trace:
+    """A table of spans plus metadata.
+
+    ``clock_ghz`` converts between cycles and nanoseconds. The simulator records in cycles and
+    fills nanoseconds from it; measured traces carry both (``%globaltimer`` and ``clock64``).
+    """
+
+    def __init__(self, meta: dict[str, Any] | None = None, clock_ghz: float | None = None):
+        self.meta: dict[str, Any] = dict(meta or {})
+        if clock_ghz is not None:
+            self.meta["clock_ghz"] = float(clock_ghz)
+        self._rows: list[tuple] = []
+        self._cols: dict[str, np.ndarray] | None = None
+        # Counter samples: (sm, name, time_cycle, time_ns, value); sm = -1 for device-wide counters
+        # such as HBM bandwidth in use. A counter holds its value until its next sample.
+        self._counters: list[tuple] = []
+
+    # -- building ---------------------------------------------------------------------------
+    def add(self, sm: int, cta: int, cluster: int, role: str, kind: str, start_cycle: float,
+            end_cycle: float, *, tile: tuple[int, int, int] | None = None, k_block: int = -1,
+            stage: int = -1, barrier: str = "") -> None:
+        """Append a span measured in cycles (the simulator's unit); nanoseconds follow from the clock."""
+        tm, tn, tl = tile if tile is not None else (-1, -1, -1)
+        self._rows.append((sm, cta, cluster, role, kind, tm, tn, tl, k_block, stage,
+                           None, None, float(start_cycle), float(end_cycle), barrier))
+        self._cols = None
+
+    def add_ns(self, sm: int, cta: int, cluster: int, role: str, kind: str, start_ns: float,
+               end_ns: float, *, start_cycle: float = float("nan"), end_cycle: float = float("nan"),
+               tile: tuple[int, int, int] | None = None, k_block: int = -1, stage: int = -1,
+               barrier: str = "") -> None:
+        """Append a span measured in nanoseconds (measured traces), cycles optional."""
+        tm, tn, tl = tile if tile is not None else (-1, -1, -1)
+        self._rows.append((sm, cta, cluster, role, kind, tm, tn, tl, k_block, stage,
+                           float(start_ns), float(end_ns), float(start_cycle), float(end_cycle), barrier))
+        self._cols = None
+
+    def add_counter(self, sm: int, name: str, value: float, *, cycle: float | None = None,
+                    ns: float | None = None) -> None:
+        """Append a counter sample (e.g. ``"mainloop.stages_full"`` on one SM, ``"hbm_gbps"`` on sm -1)."""
+        if cycle is None and ns is None:
+            raise TraceFormatError(f"counter {name!r}: give cycle= or ns=")
+        if ns is None:
+            clk = self.clock_ghz
+            if clk is None:
+                raise TraceFormatError("counters recorded in cycles need meta['clock_ghz']")
+            ns = cycle / clk
+        self._counters.append((int(sm), name, float("nan") if cycle is None else float(cycle), float(ns),
+                               float(value)))
+
+    def counters(self) -> dict[str, np.ndarray]:
+        """Counter samples as columns ``sm, name, cycle, ns, value`` (in insertion order)."""
+        c = self._counters
+        return {
+            "sm": np.asarray([r[0] for r in c], dtype=np.int64),
+            "name": np.asarray([r[1] for r in c], dtype=str) if c else np.asarray([], dtype=str),
+            "cycle": np.asarray([r[2] for r in c], dtype=np.float64),
+            "ns": np.asarray([r[3] for r in c], dtype=np.float64),
+            "value": np.asarray([r[4] for r in c], dtype=np.float64),
+        }
+
+    def extend_rows(self, rows: Iterable[tuple]) -> None:
+        for r in rows:
+            if len(r) != len(COLUMNS):
+                raise TraceFormatError(f"row has {len(r)} fields, the format has {len(COLUMNS)}: {r!r}")
+            self._rows.append(tuple(r))
+        self._cols = None
+
+    # -- reading ----------------------------------------------------------------------------
+    @property
+    def clock_ghz(self) -> float | None:
+        c = self.meta.get("clock_ghz")
+        return None if c is None else float(c)
+
+    def __len__(self) -> int:
+        return len(self._rows) if self._cols is None else len(self._cols["sm"])
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The trace as numpy columns (cached until the next append)."""
+        if self._cols is not None:
+            return self._cols
+        rows = self._rows
+        cols: dict[str, np.ndarray] = {}
+        if rows:
+            fields = list(zip(*rows, strict=True))
+        else:
+            fields = [() for _ in COLUMNS]
+        for name, values in zip(COLUMNS, fields, strict=True):
+            if name in _INT_COLUMNS:
+                cols[name] = np.asarray(values, dtype=np.int64)
+            elif name in _STR_COLUMNS:
+                cols[name] = np.asarray(values, dtype=object).astype(str) if values else np.asarray([], dtype=str)
+            else:
+                cols[name] = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+        clk = self.clock_ghz
+        ns_missing = np.isnan(cols["start_ns"])
+        if ns_missing.any():
+            if clk is None:
+                raise TraceFormatError("spans recorded in cycles need meta['clock_ghz'] to give nanoseconds")
+            cols["start_ns"][ns_missing] = cols["start_cycle"][ns_missing] / clk
+            cols["end_ns"][ns_missing] = cols["end_cycle"][ns_missing] / clk
+        self._cols = cols
+        # Keep rows in sync with the columns so that later appends see the filled nanoseconds.
+        self._rows = [tuple(r) for r in zip(*(cols[c].tolist() for c in COLUMNS), strict=True)] if rows else []
+        return cols
+
+    def spans(self) -> Iterator[Span]:
+        cols = self.columns()
+        lists = [cols[c].tolist() for c in COLUMNS]
+        for row in zip(*lists, strict=True):
+            yield Span(*row)
+
+    def select(self, mask: np.ndarray) -> Trace:
+        """A new trace holding the rows where ``mask`` is true (same metadata)."""
+        cols = self.columns()
+        out = Trace(self.meta)
+        out._rows = [tuple(r) for r in zip(*(cols[c][mask].tolist() for c in COLUMNS), strict=True)]
+        out._counters = list(self._counters)
+        return out
+
+    def where(self, **equal: Any) -> Trace:
+        """Rows whose columns equal the given values, e.g. ``trace.where(role="MMA", kind="wait")``."""
+        cols = self.columns()
+        mask = np.ones(len(self), dtype=bool)
+        for k, v in equal.items():
+            if k not in cols:
+                raise TraceFormatError(f"no column {k!r}; columns are {COLUMNS}")
+            mask &= cols[k] == v
+        return self.select(mask)
+
+    @property
+    def duration_ns(self) -> float:
+        cols = self.columns()
+        if len(self) == 0:
+            return 0.0
+        return float(cols["end_ns"].max() - cols["start_ns"].min())
+
+    # -- files ------------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the columnar file (``.npz``: one array per column plus ``meta`` as JSON)."""
+        path = Path(path)
+        cols = self.columns()
+        ctr = {f"counter_{k}": v for k, v in self.counters().items()}
+        np.savez_compressed(path, meta=np.asarray(json.dumps(self.meta, default=_json_default)),
+                            **{k: v for k, v in cols.items()}, **ctr)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trace:
+        path = Path(path)
+        try:
+            data = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise TraceFormatError(f"{path}: not a trace file ({e})") from e
+        missing = [c for c in (*COLUMNS, "meta") if c not in data.files]
+        if missing:
+            raise TraceFormatError(f"{path}: missing columns {missing}; a trace has {COLUMNS}")
+        out = cls(json.loads(str(data["meta"])))
+        lists = [data[c].tolist() for c in COLUMNS]
+        out._rows = [tuple(r) for r in zip(*lists, strict=True)]
+        if "counter_sm" in data.files:
+            cl = [data[f"counter_{k}"].tolist() for k in ("sm", "name", "cycle", "ns", "value")]
+            out._counters = [tuple(r) for r in zip(*cl, strict=True)]
+        return out
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if hasattr(o, "__dataclass_fields__"):
+        from dataclasses import asdict
+        return asdict(o)
+    if isinstance(o, tuple):
+        return list(o)
+    return str(o)
