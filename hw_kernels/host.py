@@ -1,0 +1,168 @@
+"""Host side of the hardware kernels: compile (on a GPU, or for sm_90a on a CPU), launch, read records.
+
+Needs nvidia-cutlass-dsl and torch. ``compile_sm90`` works without a GPU when ``CUTE_DSL_ARCH=sm_90a``
+is set (then it compiles against a fake stream and CPU tensors; the result can only be inspected).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from . import records as R
+from .schedule import ceil_div
+
+#: Persistent clusters that fit at once on an H200 (132 SMs), by cluster size, used when no GPU is
+#: there to ask (CPU compiles). On the GPU the DSL's HardwareInfo answers.
+H200_SMS = 132
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """The kernel's parameters, named as simulator.config.Sm90GemmConfig names them."""
+
+    tile_m: int = 128
+    tile_n: int = 256
+    tile_k: int = 64
+    cluster_m: int = 1
+    cluster_n: int = 1
+    schedule: str = "cooperative"
+    mainloop_stages: int | None = None
+    raster: str = "along_m"
+    swizzle: int = 1
+    epi_n: int = 32
+    store_stages: int = 4
+    instrument: int = R.LEVEL_OFF
+
+    def name(self) -> str:
+        lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock"}[self.instrument]
+        st = "" if self.mainloop_stages is None else f"_s{self.mainloop_stages}"
+        return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
+                f"_{self.raster}_sw{self.swizzle}_e{self.epi_n}{st}{lvl}")
+
+    def asdict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Compiled:
+    config: KernelConfig
+    dtype: str
+    fn: object
+    max_active_clusters: int
+    stages: int
+    ptx: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _torch_dtype(dtype: str):
+    import torch
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+
+
+def to_cute(t, align: int = 16):
+    """A torch tensor as a CuTe tensor with dynamic shape and strides (one compile serves all shapes)."""
+    from cutlass.cute.runtime import from_dlpack
+    return from_dlpack(t, assumed_align=align).mark_layout_dynamic(leading_dim=t.dim() - 1)
+
+
+def max_active_clusters(cluster_size: int) -> int:
+    if os.environ.get("CUTE_DSL_ARCH") and not _have_gpu():
+        return H200_SMS // cluster_size
+    import cutlass.utils
+    return cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
+
+
+def _have_gpu() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def compile_sm90(cfg: KernelConfig, dtype: str = "fp16", m: int = 512, n: int = 512, k: int = 256,
+                 device: str | None = None, keep: bool = False) -> Compiled:
+    """Compile the SM90 kernel for ``cfg`` (shapes are dynamic: m, n, k only pick the example tensors)."""
+    import torch
+
+    import cutlass.cute as cute
+
+    from .sm90_gemm import Sm90TmaWsGemm
+
+    gpu = device != "cpu" and _have_gpu()
+    dev = "cuda" if gpu else "cpu"
+    td = _torch_dtype(dtype)
+    a = torch.empty(m, k, dtype=td, device=dev)
+    b = torch.empty(n, k, dtype=td, device=dev)
+    c = torch.empty(m, n, dtype=td, device=dev)
+    trace = torch.empty(8, dtype=torch.int32, device=dev)
+    kern = Sm90TmaWsGemm(**cfg.asdict())
+    mac = max_active_clusters(cfg.cluster_m * cfg.cluster_n)
+    if gpu:
+        from cuda.bindings import driver as cuda
+        stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    else:
+        stream = cute.runtime.make_fake_stream()
+    import cutlass
+    opts = "--keep-ptx --keep-cubin" if keep else None
+    fn = cute.compile(kern, to_cute(a), to_cute(b), to_cute(c), to_cute(trace, 4), cutlass.Int32(8), mac,
+                      stream, options=opts)
+    ptx = ""
+    try:
+        ptx = fn.artifacts.PTX or ""
+    except Exception:
+        pass
+    return Compiled(cfg, dtype, fn, mac, getattr(kern, "stages", -1), ptx)
+
+
+class Runner:
+    """Launches a compiled kernel on torch CUDA tensors, with the trace buffer sized for the problem."""
+
+    def __init__(self, compiled: Compiled):
+        self.c = compiled
+        self._trace = None
+        self._stream = None
+
+    def grid_ctas(self, m: int, n: int) -> int:
+        cfg = self.c.config
+        tm, tn = ceil_div(m, cfg.tile_m), ceil_div(n, cfg.tile_n)
+        clusters = ceil_div(tm, cfg.cluster_m) * ceil_div(tn, cfg.cluster_n)
+        return min(clusters, self.c.max_active_clusters) * cfg.cluster_m * cfg.cluster_n
+
+    def capacity(self, m: int, n: int, k: int) -> int:
+        cfg = self.c.config
+        tm, tn = ceil_div(m, cfg.tile_m), ceil_div(n, cfg.tile_n)
+        clusters = ceil_div(tm, cfg.cluster_m) * ceil_div(tn, cfg.cluster_n)
+        p = min(clusters, self.c.max_active_clusters)
+        tiles_per_cta = ceil_div(clusters, p)
+        return R.slice_capacity(tiles_per_cta, ceil_div(k, cfg.tile_k), cfg.tile_n // cfg.epi_n,
+                                cfg.instrument)
+
+    def prepare(self, a, b, c):
+        """Build the launch arguments once (so that timing loops measure the kernel, not the wrapping)."""
+        import torch
+        from cuda.bindings import driver as cuda
+
+        import cutlass
+        m, k = a.shape
+        n = b.shape[0]
+        if self.c.config.instrument:
+            cap = self.capacity(m, n, k)
+            words = self.grid_ctas(m, n) * R.ROLES_PER_CTA * cap * R.RECORD_WORDS
+            self._trace = torch.zeros(words, dtype=torch.int32, device=a.device)
+        else:
+            cap = 1
+            self._trace = torch.zeros(8, dtype=torch.int32, device=a.device)
+        self.cap = cap
+        self._stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+        self._args = (to_cute(a), to_cute(b), to_cute(c), to_cute(self._trace, 4), cutlass.Int32(cap),
+                      self._stream)
+        return self
+
+    def launch(self):
+        self.c.fn(*self._args)
+
+    def trace_buffer(self):
+        """The record buffer as a numpy int32 array (call after the kernel finished)."""
+        return self._trace.cpu().numpy()

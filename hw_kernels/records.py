@@ -1,0 +1,89 @@
+"""The instrumentation record layout of the hardware kernels (pure Python: no DSL, no GPU needed).
+
+The instrumented kernel writes fixed-size records into one global ``int32`` buffer. The buffer is cut
+into *slices*, one per (CTA, role): a slice is written by exactly one elected thread, which keeps its
+write position in a register, so no atomics and no cross-thread ordering are needed.
+
+    slice s = cta_linear * ROLES_PER_CTA + role_slot          (role_slot: see ROLE_SLOTS)
+    record i of slice s = buffer[(s * capacity + i) * RECORD_WORDS : ... + RECORD_WORDS]
+
+Record ``0`` of a slice is its HEADER, record ``1`` its FOOTER (written last), data records start at
+``FIRST_DATA_RECORD``. Every record is ``RECORD_WORDS`` int32 words (32 bytes):
+
+    w0 = kind | stage << 8 | index << 16      (index: K-block or epilogue subtile, 16 bits)
+    w1 = tile_m | tile_n << 16                (the output tile the record belongs to)
+    w2..w7 = up to six timestamps: the low 32 bits of ``clock64`` (SM cycles), except where a
+             kind's field list says ``gt_*`` (low 32 bits of ``%globaltimer``, ns)
+
+HEADER and FOOTER carry full 64-bit values (lo, hi pairs) so that the 32-bit fields can be
+unwrapped: a kernel run is far shorter than 2**32 cycles (~2 s) or 2**32 ns.
+"""
+
+from __future__ import annotations
+
+#: int32 words per record (32 bytes: two 16-byte stores).
+RECORD_WORDS = 8
+#: Records 0 and 1 of each slice are the header and the footer.
+FIRST_DATA_RECORD = 2
+
+#: One slice per role per CTA, in this order.
+ROLE_SLOTS: tuple[str, ...] = ("MainloopLoad", "Consumer0", "Consumer1")
+ROLES_PER_CTA = len(ROLE_SLOTS)
+
+#: Instrumentation levels (the kernel's compile-time ``instrument`` switch).
+LEVEL_OFF = 0      # no records, no clock reads: the production kernel
+LEVEL_TILE = 1     # per-tile records and epilogue subtiles (cheap; ~20 records per tile per role)
+LEVEL_KBLOCK = 2   # + one record per K-block per role (every barrier wait of the mainloop)
+
+# Record kinds (w0 & 0xff) and what w2..w7 hold for each.
+HEADER = 1        # w1 = smid, w2,w3 = clock64 lo,hi at role start, w4,w5 = globaltimer lo,hi,
+                  # w6 = cta rank in cluster, w7 = linear CTA id
+FOOTER = 2        # w1 = number of records written (including header and footer), w2,w3 = clock64
+                  # lo,hi at role end, w4,w5 = globaltimer lo,hi, w6 = tiles done, w7 = records dropped
+P_KBLOCK = 10     # producer, per K-block: w2 = empty-wait start, w3 = empty-wait done,
+                  # w4 = both TMA loads issued (A and B, arrive.expect_tx done)
+P_TILE = 11       # producer, per tile: w2 = first acquire start, w3 = last K-block issued,
+                  # w4 = gt_begin, w5 = gt_end, w6 = number of K-blocks
+P_TAIL = 12       # producer_tail (waits until consumers released every stage): w2 = start, w3 = end
+C_KBLOCK = 20     # consumer WG, per K-block k: w2 = full-wait start, w3 = full-wait done,
+                  # w4 = wgmma of k issued and committed, w5 = wgmma.wait_group(1) returned (the
+                  # K-block k-1 is complete; = w4 for k = 0), w6 = empty-barrier release of k-1
+                  # done (= w5 for k = 0)
+C_TILE = 21       # consumer WG, per tile: w2 = tile start (before the first full wait),
+                  # w3 = accumulator ready (wait_group(0) returned, last stage released),
+                  # w4 = epilogue done (last subtile's store issued / barrier passed),
+                  # w5 = gt_begin, w6 = gt_end, w7 = number of K-blocks
+C_EPI = 22        # consumer WG, per epilogue subtile (index = subtile in the tile, stage = SMEM
+                  # store buffer): w2 = start (registers -> convert), w3 = written to SMEM
+                  # (stmatrix + fence.proxy.async), w4 = epilogue named barrier passed,
+                  # w5 = TMA store issued and committed (store thread only, else 0),
+                  # w6 = store-buffer wait done (cp.async.bulk.wait_group.read; store thread only)
+C_STORE_TAIL = 23  # store thread at exit: w2 = start, w3 = all TMA stores complete (wait_group 0)
+
+KIND_NAMES: dict[int, str] = {
+    HEADER: "HEADER", FOOTER: "FOOTER", P_KBLOCK: "P_KBLOCK", P_TILE: "P_TILE", P_TAIL: "P_TAIL",
+    C_KBLOCK: "C_KBLOCK", C_TILE: "C_TILE", C_EPI: "C_EPI", C_STORE_TAIL: "C_STORE_TAIL",
+}
+
+
+def pack_w0(kind: int, stage: int = 0, index: int = 0) -> int:
+    """Host-side mirror of the kernel's header word (for tests and synthetic buffers)."""
+    return (kind & 0xFF) | ((stage & 0xFF) << 8) | ((index & 0xFFFF) << 16)
+
+
+def unpack_w0(w0: int) -> tuple[int, int, int]:
+    w = w0 & 0xFFFFFFFF
+    return w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFFFF
+
+
+def unpack_tile(w1: int) -> tuple[int, int]:
+    w = w1 & 0xFFFFFFFF
+    return w & 0xFFFF, (w >> 16) & 0xFFFF
+
+
+def slice_capacity(tiles_per_cta: int, k_blocks: int, epi_subtiles: int, level: int) -> int:
+    """Records one slice needs for a CTA that runs ``tiles_per_cta`` tiles (with margin)."""
+    per_tile = 1 + epi_subtiles
+    if level >= LEVEL_KBLOCK:
+        per_tile += k_blocks
+    return FIRST_DATA_RECORD + tiles_per_cta * per_tile + 4

@@ -1,0 +1,618 @@
+"""A persistent TMA warp-specialized GEMM for Hopper (sm_90a) in CuTe DSL, instrumented.
+
+D[M, N] = A[M, K] @ B[N, K]^T, A and B K-major (``torch.matmul(a, b.t())``), fp16 or bf16 in,
+fp32 accumulate, D in the input type. See hw_kernels/README.md for the record layout and for how the
+SM90 model mirrors this kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils as utils
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import Int32, Int64
+
+from . import records as R
+
+WARPS_PER_WG = 4
+THREADS_PER_WG = 128
+
+
+def mainloop_arrival_counts(cluster_m: int, cluster_n: int, consumer_warps: int) -> tuple[int, int]:
+    """(producer, consumer) arrival counts of one mainloop stage's (full, empty) barriers.
+
+    Taken from ``simulator.arrivals`` when it is importable (the model and the kernel must agree);
+    the formula it must return is: full = 1 (the producer thread's arrive.expect_tx; TMA bytes
+    complete the phase), empty = one arrive per consumer warp from every CTA this CTA's TMA
+    multicasts into, i.e. consumer_warps * (cluster_m + cluster_n - 1).
+    """
+    mine = (1, consumer_warps * (cluster_m + cluster_n - 1))
+    try:
+        from simulator.arrivals import Sm90KernelFacts, sm90_arrival_counts
+    except ImportError:
+        return mine
+    try:
+        counts = sm90_arrival_counts(Sm90KernelFacts(cluster_m=cluster_m, cluster_n=cluster_n,
+                                                     consumer_warps=consumer_warps))
+        ml = counts["mainloop"]
+        theirs = (int(ml.producer), int(ml.consumer))
+    except Exception:  # the model's signature is still moving: keep the kernel's own convention
+        return mine
+    if theirs != mine:
+        raise ValueError(f"simulator.arrivals gives mainloop arrivals {theirs}, the kernel needs {mine} "
+                         f"(cluster {cluster_m}x{cluster_n}, {consumer_warps} consumer warps)")
+    return theirs
+
+
+def _lo32(v):
+    """The low 32 bits of a DSL integer (or a Python int) as an Int32 record word."""
+    if isinstance(v, int):
+        return Int32(v & 0xFFFFFFFF if v < 1 << 31 else v - (1 << 32))
+    return Int32(Int64(v))
+
+
+class Sm90TmaWsGemm:
+    """Persistent TMA warp-specialized GEMM, cooperative schedule (CUTLASS KernelTmaWarpSpecializedCooperative).
+
+    Roles (384 threads = 3 warpgroups, one CTA per SM):
+      * MainloopLoad: warp 0 of warpgroup 0 (one elected thread issues). Warps 1-3 idle; warpgroup 0
+        gives registers away (setmaxnreg 40).
+      * Consumer0, Consumer1: warpgroups 1 and 2 (setmaxnreg 232). Both work on the same 128xN
+        output tile, rows 0-63 and 64-127: each issues its own wgmma m64nNk16 on its 64 rows, then
+        both run the epilogue of that tile together. Thread 0 of Consumer0 issues the TMA stores.
+
+    Pipelines:
+      * mainloop (PipelineTmaAsync, ``mainloop_stages`` SMEM stages): MainloopLoad -> both consumers.
+        A stage carries one K-block: A[tile_m, tile_k] and B[tile_n, tile_k]; its full barrier
+        expects 1 arrival (arrive.expect_tx) plus the bytes of both TMA loads, its empty barrier
+        one arrival per consumer warp of every CTA the loads are multicast into (8 x (cm + cn - 1)).
+        With a cluster, the A tile is multicast along the cluster's N dimension and the B tile along
+        its M dimension; each CTA issues 1/cluster_n of A and 1/cluster_m of B.
+      * epilogue store (PipelineTmaStore, ``store_stages`` SMEM buffers of tile_m x epi_n): the
+        consumers -> the TMA store unit, tracked with cp.async.bulk commit/wait_group.read.
+      * epilogue named barrier (id 1, 256 threads): the two consumer warpgroups, once per subtile.
+
+    Steady state, per role:
+      * MainloopLoad, per tile and per K-block k: producer_acquire (wait the stage's empty barrier,
+        then arrive.expect_tx on its full barrier) -> TMA load A, TMA load B -> next stage.
+        After its last tile: producer_tail (wait until every stage was released).
+      * Consumer, per tile: per K-block k: consumer_wait (full barrier) -> wgmma x (tile_k / 16)
+        -> commit_group -> wgmma.wait_group(1) (K-block k-1 is done) -> consumer_release(k-1).
+        After the last K-block: wait_group(0), release the last stage (accumulator ready). Epilogue,
+        per subtile j of tile_n / epi_n (running count g over all tiles, buffer g % store_stages):
+        registers -> convert -> stmatrix into the buffer -> fence.proxy.async; the store thread waits
+        cp.async.bulk.wait_group.read(store_stages - 2) (so that buffer (g+1) % store_stages is free
+        for the next subtile) -> named barrier -> store thread issues the TMA store and commits.
+        At exit the store thread waits for all its stores (wait_group 0).
+
+    Tile order: static persistent scheduler (hw_kernels/schedule.py): raster along M or N, swizzle.
+    """
+
+    def __init__(self, tile_m: int = 128, tile_n: int = 256, tile_k: int = 64, cluster_m: int = 1,
+                 cluster_n: int = 1, schedule: str = "cooperative", mainloop_stages: int | None = None,
+                 raster: str = "along_m", swizzle: int = 1, epi_n: int = 32, store_stages: int = 4,
+                 instrument: int = R.LEVEL_OFF):
+        problems = self.config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster,
+                                        swizzle, epi_n, store_stages, instrument)
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.tile_m, self.tile_n, self.tile_k = tile_m, tile_n, tile_k
+        self.cluster_m, self.cluster_n = cluster_m, cluster_n
+        self.schedule = schedule
+        self.mainloop_stages = mainloop_stages
+        self.raster, self.swizzle = raster, swizzle
+        self.epi_n, self.store_stages = epi_n, store_stages
+        self.instrument = instrument
+        self.acc_dtype = cutlass.Float32
+        # Two consumer warpgroups stacked along M (64 rows each): the cooperative schedule.
+        self.consumer_wgs = 2
+        self.consumer_warps = self.consumer_wgs * WARPS_PER_WG
+        self.threads = (1 + self.consumer_wgs) * THREADS_PER_WG
+        # 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: the producer warpgroup only
+        # needs addresses and barrier state, the consumers hold a 64 x 256 fp32 accumulator each.
+        self.producer_regs, self.consumer_regs = 40, 232
+        self.epi_barrier_id = 1
+        self.mcast_a = cluster_n  # A[tile_m, :] is shared by the CTAs of one cluster row
+        self.mcast_b = cluster_m  # B[tile_n, :] is shared by the CTAs of one cluster column
+        self.arrivals = mainloop_arrival_counts(cluster_m, cluster_n, self.consumer_warps)
+        self.smem_capacity = utils.get_smem_capacity_in_bytes("sm_90")
+
+    def _setup_attributes(self):
+        """Everything that depends on the element types: MMA, stage count, SMEM layouts."""
+        # wgmma m64nNk16, one atom per consumer warpgroup, stacked along M.
+        self.tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            self.ab_dtype, self.ab_dtype, warpgroup.OperandMajorMode.K, warpgroup.OperandMajorMode.K,
+            self.acc_dtype, (self.consumer_wgs, 1, 1), tiler_mn=(64, self.tile_n))
+        self.tile_shape_mnk = (self.tile_m, self.tile_n, self.tile_k)
+        self.epi_tile = (self.tile_m, self.epi_n)
+        ab_stage_bytes = (self.tile_m + self.tile_n) * self.tile_k * self.ab_dtype.width // 8
+        epi_bytes = self.tile_m * self.epi_n * self.c_dtype.width // 8 * self.store_stages
+        barrier_bytes = 1024
+        fit = (self.smem_capacity - epi_bytes - barrier_bytes) // ab_stage_bytes
+        self.stages = fit if self.mainloop_stages is None else self.mainloop_stages
+        if self.stages < 2 or self.stages > fit:
+            raise ValueError(f"mainloop_stages={self.stages}: must be in [2, {fit}] for tile "
+                             f"{self.tile_m}x{self.tile_n}x{self.tile_k} ({ab_stage_bytes} B per stage)")
+        self.tx_bytes = ab_stage_bytes
+
+        def k_major_staged(rows, dtype):
+            atom = warpgroup.make_smem_layout_atom(
+                sm90_utils.get_smem_layout_atom(utils.LayoutEnum.ROW_MAJOR, dtype, self.tile_k), dtype)
+            return cute.tile_to_shape(atom, (rows, self.tile_k, self.stages), order=(0, 1, 2))
+
+        self.a_smem_staged = k_major_staged(self.tile_m, self.ab_dtype)
+        self.b_smem_staged = k_major_staged(self.tile_n, self.ab_dtype)
+        c_atom = warpgroup.make_smem_layout_atom(
+            sm90_utils.get_smem_layout_atom(utils.LayoutEnum.ROW_MAJOR, self.c_dtype, self.epi_n),
+            self.c_dtype)
+        self.c_smem_staged = cute.tile_to_shape(c_atom, (*self.epi_tile, self.store_stages),
+                                                order=(0, 1, 2))
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, trace: cute.Tensor,
+                 trace_capacity: Int32, max_active_clusters: cutlass.Constexpr, stream):
+        """Launch on ``stream``: a (M, K), b (N, K), c (M, N), all row-major; ``trace`` an int32
+        buffer of ``ctas x 3 x trace_capacity x 8`` words (any size when instrument == 0)."""
+        self.ab_dtype = a.element_type
+        self.c_dtype = c.element_type
+        if cutlass.const_expr(a.element_type != b.element_type):
+            raise TypeError(f"A is {a.element_type}, B is {b.element_type}: must match")
+        self._setup_attributes()
+
+        # TMA descriptors. A and B loads are multicast when the cluster has peers to share with.
+        a_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if self.mcast_a > 1 else cpasync.CopyBulkTensorTileG2SOp()
+        b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if self.mcast_b > 1 else cpasync.CopyBulkTensorTileG2SOp()
+        tma_a, gA_tma = cpasync.make_tiled_tma_atom(
+            a_op, a, cute.slice_(self.a_smem_staged, (None, None, 0)), (self.tile_m, self.tile_k),
+            num_multicast=self.mcast_a)
+        tma_b, gB_tma = cpasync.make_tiled_tma_atom(
+            b_op, b, cute.slice_(self.b_smem_staged, (None, None, 0)), (self.tile_n, self.tile_k),
+            num_multicast=self.mcast_b)
+        tma_c, gC_tma = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(self.c_smem_staged, (None, None, 0)),
+            self.epi_tile)
+
+        # Persistent grid: (cluster_m, cluster_n, persistent clusters); never more clusters than
+        # cluster tiles, never more than fit on the GPU at once.
+        tiles_m = cute.ceil_div(c.shape[0], self.tile_m)
+        tiles_n = cute.ceil_div(c.shape[1], self.tile_n)
+        cluster_tiles = cute.ceil_div(tiles_m, self.cluster_m) * cute.ceil_div(tiles_n, self.cluster_n)
+        persistent = cutlass.min(cluster_tiles, max_active_clusters)
+
+        @cute.struct
+        class SharedStorage:
+            mainloop_barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+            sA: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(self.a_smem_staged)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(self.b_smem_staged)], 1024]
+            sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(self.c_smem_staged)], 1024]
+
+        self.shared_storage = SharedStorage
+        self.kernel(tma_a, gA_tma, tma_b, gB_tma, tma_c, gC_tma, self.tiled_mma, self.a_smem_staged,
+                    self.b_smem_staged, self.c_smem_staged, trace, trace_capacity, tiles_m, tiles_n).launch(
+            grid=(self.cluster_m, self.cluster_n, persistent),
+            block=(self.threads, 1, 1),
+            cluster=(self.cluster_m, self.cluster_n, 1),
+            min_blocks_per_mp=1,
+            stream=stream,
+        )
+
+    @cute.kernel
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+               a_smem_staged: cute.ComposedLayout, b_smem_staged: cute.ComposedLayout,
+               c_smem_staged: cute.ComposedLayout, trace: cute.Tensor, trace_capacity: Int32,
+               tiles_m: Int32, tiles_n: Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, bidy, bidz = cute.arch.block_idx()
+        _, _, n_persistent = cute.arch.grid_dim()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        wg = cute.arch.make_warp_uniform(tidx // THREADS_PER_WG)
+        level = self.instrument
+
+        if warp == 0:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+            cpasync.prefetch_descriptor(tma_c)
+
+        cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        cta_layout = cute.make_layout((self.cluster_m, self.cluster_n, 1))
+        cta_coord = cta_layout.get_flat_coord(cta_rank)
+        # A goes to every CTA of this cluster row (same cta_m), B to every CTA of this column.
+        a_mask = cute.make_layout_image_mask(cta_layout, cta_coord, mode=1) if self.mcast_a > 1 else 0
+        b_mask = cute.make_layout_image_mask(cta_layout, cta_coord, mode=0) if self.mcast_b > 1 else 0
+
+        smem = utils.SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        mainloop = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.mainloop_barriers.data_ptr(),
+            num_stages=self.stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.arrivals[0]),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.arrivals[1]),
+            tx_count=self.tx_bytes,
+            cta_layout_vmnk=cute.make_layout((1, self.cluster_m, self.cluster_n, 1)),
+            defer_sync=True,
+        )
+        # Peers arrive on our barriers (multicast TMA, remote empty arrivals): everyone in the
+        # cluster must see initialized barriers before any role starts.
+        pipeline.pipeline_init_arrive(cluster_shape_mn=(self.cluster_m, self.cluster_n), is_relaxed=True)
+
+        # (tile_m, tile_k, stages) / (tile_n, tile_k, stages), swizzled for wgmma
+        sA = storage.sA.get_tensor(a_smem_staged.outer, swizzle=a_smem_staged.inner)
+        sB = storage.sB.get_tensor(b_smem_staged.outer, swizzle=b_smem_staged.inner)
+        # (tile_m, epi_n, store_stages)
+        sC = storage.sC.get_tensor(c_smem_staged.outer, swizzle=c_smem_staged.inner)
+
+        # (tile_m, tile_k, tiles_m, k_tiles)
+        gA = cute.local_tile(mA, (self.tile_m, self.tile_k), (None, None))
+        # (tile_n, tile_k, tiles_n, k_tiles)
+        gB = cute.local_tile(mB, (self.tile_n, self.tile_k), (None, None))
+        # (tile_m, tile_n, tiles_m, tiles_n)
+        gC = cute.local_tile(mC, (self.tile_m, self.tile_n), (None, None))
+        k_tiles = cute.size(gA, mode=[3])
+
+        # TMA views: this CTA's share of each multicast load. (tma values, stages) in SMEM and
+        # (tma values, tiles, k_tiles) in GMEM.
+        tAsA, tAgA = cpasync.tma_partition(
+            tma_a, cta_coord[1], cute.make_layout(self.cluster_n),
+            cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+        tBsB, tBgB = cpasync.tma_partition(
+            tma_b, cta_coord[0], cute.make_layout(self.cluster_m),
+            cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+
+        # Instrumentation: one slice of records per (CTA, role); the elected writer of each role
+        # keeps its position in a register.
+        cta_linear = bidx + self.cluster_m * (bidy + self.cluster_n * bidz)
+        role_slot = wg  # 0 = MainloopLoad, 1 = Consumer0, 2 = Consumer1
+        slice_base = (cta_linear * R.ROLES_PER_CTA + role_slot) * trace_capacity
+        writer = (tidx % THREADS_PER_WG) == 0
+        t_start = self._now(R.LEVEL_TILE)
+        gt_start = self._gt()
+
+        pipeline.pipeline_init_wait(cluster_shape_mn=(self.cluster_m, self.cluster_n))
+
+        # Static persistent scheduler state (same integers in every role; hw_kernels/schedule.py).
+        ncm = (tiles_m + self.cluster_m - 1) // self.cluster_m
+        ncn = (tiles_n + self.cluster_n - 1) // self.cluster_n
+        n_clusters = ncm * ncn
+
+        if wg == 0:
+            cute.arch.setmaxregister_decrease(self.producer_regs)
+        if warp == 0:
+            # ---------------- MainloopLoad ----------------
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+            pos = Int32(R.FIRST_DATA_RECORD)
+            tiles_done = Int32(0)
+            c_id = bidz
+            while c_id < n_clusters:
+                tm, tn = self._tile_of(c_id, ncm, ncn, bidx, bidy)
+                # (tma values, k_tiles) of this tile
+                tAgA_t = tAgA[(None, tm, None)]
+                tBgB_t = tBgB[(None, tn, None)]
+                tile_word = tm | (tn << 16)
+                t_tile0 = self._now(R.LEVEL_TILE)
+                gt_tile0 = self._gt_lo()
+                for k in cutlass.range(k_tiles, unroll=1):
+                    t0 = self._now(R.LEVEL_KBLOCK)
+                    mainloop.producer_acquire(state)
+                    t1 = self._now(R.LEVEL_KBLOCK)
+                    bar = mainloop.producer_get_barrier(state)
+                    cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar,
+                              mcast_mask=a_mask)
+                    cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar,
+                              mcast_mask=b_mask)
+                    mainloop.producer_commit(state)
+                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                        t2 = self._now(R.LEVEL_KBLOCK)
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity,
+                                         R.P_KBLOCK | (state.index << 8) | (k << 16), tile_word,
+                                         t0, t1, t2, t2, t2, t2)
+                        pos += 1
+                    state.advance()
+                if cutlass.const_expr(level >= R.LEVEL_TILE):
+                    t_tile1 = self._now(R.LEVEL_TILE)
+                    gt_tile1 = self._gt_lo()
+                    if writer:
+                        self._record(trace, slice_base, pos, trace_capacity, R.P_TILE, tile_word,
+                                     t_tile0, t_tile1, Int64(gt_tile0), Int64(gt_tile1), Int64(k_tiles),
+                                     t_tile1)
+                    pos += 1
+                tiles_done += 1
+                c_id += n_persistent
+            t_tail0 = self._now(R.LEVEL_TILE)
+            mainloop.producer_tail(state)
+            if cutlass.const_expr(level >= R.LEVEL_TILE):
+                t_tail1 = self._now(R.LEVEL_TILE)
+                if writer:
+                    self._record(trace, slice_base, pos, trace_capacity, R.P_TAIL, 0,
+                                 t_tail0, t_tail1, t_tail1, t_tail1, t_tail1, t_tail1)
+                pos += 1
+                if writer:
+                    self._header_footer(trace, slice_base, pos, trace_capacity, cta_rank, cta_linear,
+                                        t_start, gt_start, tiles_done)
+
+        if wg > 0:
+            # ---------------- Consumer0 / Consumer1 ----------------
+            cute.arch.setmaxregister_increase(self.consumer_regs)
+            thr_mma = tiled_mma.get_slice(tidx - THREADS_PER_WG)
+            # (MMA, MMA_M, MMA_K, stages): this warpgroup's 64 rows of A, all of B
+            tCsA = thr_mma.partition_A(sA)
+            tCsB = thr_mma.partition_B(sB)
+            tCrA = tiled_mma.make_fragment_A(tCsA)
+            tCrB = tiled_mma.make_fragment_B(tCsB)
+            # (MMA, MMA_M, MMA_N): the accumulator of this thread (64 x tile_n per warpgroup)
+            acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0)]).shape, self.acc_dtype)
+            k_blocks = cute.size(tCrA, mode=[2])
+
+            # Epilogue: accumulator registers -> stmatrix -> sC buffer -> TMA store.
+            r2s_atom = sm90_utils.sm90_get_smem_store_op(utils.LayoutEnum.ROW_MAJOR, elem_ty_d=self.c_dtype,
+                                                         elem_ty_acc=self.acc_dtype)
+            stm_atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.c_dtype)
+            r2s = cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom(stm_atom, tiled_mma))
+            thr_r2s = r2s.get_slice(tidx - THREADS_PER_WG)
+            # (R2S, R2S_M, R2S_N, store_stages)
+            tRS_sC = thr_r2s.partition_D(sC)
+            # (R2S, R2S_M, R2S_N * subtiles): the accumulator in store order. Subtiles span all
+            # tile_m rows, so subtile j is the contiguous range [j * size, (j+1) * size) of it.
+            tRS_acc = r2s.retile(acc)
+            sub_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
+            sub_f32 = cute.make_rmem_tensor(sub_shape, self.acc_dtype)
+            sub_out = cute.make_rmem_tensor(sub_shape, self.c_dtype)
+            sub_size = cute.size(sub_f32)
+            n_sub = self.tile_n // self.epi_n
+            epi_barrier = pipeline.NamedBarrier(barrier_id=self.epi_barrier_id,
+                                                num_threads=self.consumer_wgs * THREADS_PER_WG)
+            is_store_thread = tidx == THREADS_PER_WG
+
+            read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            pos = Int32(R.FIRST_DATA_RECORD)
+            tiles_done = Int32(0)
+            sub_count = Int32(0)
+            c_id = bidz
+            while c_id < n_clusters:
+                tm, tn = self._tile_of(c_id, ncm, ncn, bidx, bidy)
+                tile_word = tm | (tn << 16)
+                t_tile0 = self._now(R.LEVEL_TILE)
+                gt_tile0 = self._gt_lo()
+                acc.fill(0.0)
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                warpgroup.fence()
+
+                # K-block 0: nothing older to retire.
+                f0 = self._now(R.LEVEL_KBLOCK)
+                mainloop.consumer_wait(read)
+                f1 = self._now(R.LEVEL_KBLOCK)
+                for kb in cutlass.range_constexpr(k_blocks):
+                    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
+                              tCrB[(None, None, kb, read.index)], acc)
+                warpgroup.commit_group()
+                if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                    f2 = self._now(R.LEVEL_KBLOCK)
+                    if writer:
+                        self._record(trace, slice_base, pos, trace_capacity,
+                                     R.C_KBLOCK | (read.index << 8), tile_word, f0, f1, f2, f2, f2, f2)
+                    pos += 1
+                read.advance()
+                # K-blocks 1..: keep one wgmma group in flight, release the stage it finished.
+                for k in cutlass.range(1, k_tiles, unroll=1):
+                    t0 = self._now(R.LEVEL_KBLOCK)
+                    mainloop.consumer_wait(read)
+                    t1 = self._now(R.LEVEL_KBLOCK)
+                    for kb in cutlass.range_constexpr(k_blocks):
+                        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
+                                  tCrB[(None, None, kb, read.index)], acc)
+                    warpgroup.commit_group()
+                    t2 = self._now(R.LEVEL_KBLOCK)
+                    warpgroup.wait_group(1)
+                    t3 = self._now(R.LEVEL_KBLOCK)
+                    mainloop.consumer_release(release)
+                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                        t4 = self._now(R.LEVEL_KBLOCK)
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity,
+                                         R.C_KBLOCK | (read.index << 8) | (k << 16), tile_word,
+                                         t0, t1, t2, t3, t4, t4)
+                        pos += 1
+                    release.advance()
+                    read.advance()
+                warpgroup.wait_group(0)
+                mainloop.consumer_release(release)
+                release.advance()
+                t_acc = self._now(R.LEVEL_TILE)
+
+                # (tma values, subtiles) of this output tile, subtiles of tile_m x epi_n
+                bSG_sC, bSG_gC = cpasync.tma_partition(
+                    tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
+                    cute.zipped_divide(gC[(None, None, tm, tn)], self.epi_tile))
+                for j in cutlass.range_constexpr(n_sub):
+                    e0 = self._now(R.LEVEL_TILE)
+                    for v in cutlass.range_constexpr(sub_size):
+                        sub_f32[v] = tRS_acc[j * sub_size + v]
+                    sub_out.store(sub_f32.load().to(self.c_dtype))
+                    buf = (sub_count + j) % self.store_stages
+                    cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
+                    # stmatrix writes through the generic proxy, TMA reads through the async proxy.
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    e1 = self._now(R.LEVEL_TILE)
+                    e4 = e1
+                    if is_store_thread:
+                        # Stores <= g-1 issued; allow store_stages-2 in flight so that the buffer
+                        # the next subtile writes (after the barrier below) has been read out.
+                        cute.arch.cp_async_bulk_wait_group(self.store_stages - 2, read=True)
+                        if cutlass.const_expr(level >= R.LEVEL_TILE):
+                            e4 = self._now(R.LEVEL_TILE)
+                    epi_barrier.arrive_and_wait()
+                    e2 = self._now(R.LEVEL_TILE)
+                    e3 = e2
+                    if is_store_thread:
+                        cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, j)])
+                        cute.arch.cp_async_bulk_commit_group()
+                        if cutlass.const_expr(level >= R.LEVEL_TILE):
+                            e3 = self._now(R.LEVEL_TILE)
+                    if cutlass.const_expr(level >= R.LEVEL_TILE):
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity,
+                                         R.C_EPI | (buf << 8) | (j << 16), tile_word, e0, e1, e2, e3, e4, e4)
+                        pos += 1
+                sub_count += n_sub
+                if cutlass.const_expr(level >= R.LEVEL_TILE):
+                    t_end = self._now(R.LEVEL_TILE)
+                    gt_end = self._gt_lo()
+                    if writer:
+                        self._record(trace, slice_base, pos, trace_capacity, R.C_TILE, tile_word,
+                                     t_tile0, t_acc, t_end, Int64(gt_tile0), Int64(gt_end), Int64(k_tiles))
+                    pos += 1
+                tiles_done += 1
+                c_id += n_persistent
+
+            if is_store_thread:
+                s0 = self._now(R.LEVEL_TILE)
+                cute.arch.cp_async_bulk_wait_group(0, read=False)
+                if cutlass.const_expr(level >= R.LEVEL_TILE):
+                    s1 = self._now(R.LEVEL_TILE)
+                    self._record(trace, slice_base, pos, trace_capacity, R.C_STORE_TAIL, 0,
+                                 s0, s1, s1, s1, s1, s1)
+            if cutlass.const_expr(level >= R.LEVEL_TILE):
+                if is_store_thread:
+                    pos += 1
+                if writer:
+                    self._header_footer(trace, slice_base, pos, trace_capacity, cta_rank, cta_linear,
+                                        t_start, gt_start, tiles_done)
+
+    # ------------------------------------------------------------------ helpers
+    def _now(self, level: int):
+        """clock64 when the instrumentation level records this timestamp, else a constant: a clock
+        read is volatile, so an unused one would still cost an instruction in the production kernel."""
+        return cute.arch.clock64() if self.instrument >= level else Int64(0)
+
+    def _gt(self):
+        return cute.arch.globaltimer() if self.instrument >= R.LEVEL_TILE else Int64(0)
+
+    def _gt_lo(self):
+        return cute.arch.globaltimer_lo() if self.instrument >= R.LEVEL_TILE else Int32(0)
+
+    @cute.jit
+    def _tile_of(self, c_id: Int32, ncm: Int32, ncn: Int32, cta_m: Int32, cta_n: Int32):
+        """Tile (m, n) of linear cluster id ``c_id`` for this CTA (hw_kernels/schedule.py)."""
+        n_major = ncm
+        n_minor = ncn
+        if cutlass.const_expr(self.raster == "along_n"):
+            n_major = ncn
+            n_minor = ncm
+        s = self.swizzle
+        major = c_id % n_major
+        minor = c_id // n_major
+        if cutlass.const_expr(s > 1):
+            full_bands = n_minor // s
+            if c_id < full_bands * s * n_major:
+                extra = c_id // s
+                major = extra % n_major
+                minor = (extra // n_major) * s + c_id % s
+            else:
+                r = n_minor - full_bands * s
+                c2 = c_id - full_bands * s * n_major
+                major = c2 // r
+                minor = full_bands * s + c2 % r
+        cm = major
+        cn = minor
+        if cutlass.const_expr(self.raster == "along_n"):
+            cm = minor
+            cn = major
+        return cm * self.cluster_m + cta_m, cn * self.cluster_n + cta_n
+
+    @cute.jit
+    def _record(self, trace: cute.Tensor, base: Int32, pos: Int32, cap: Int32, w0, w1, t2, t3, t4, t5,
+                t6, t7):
+        """Write one 8-word record at ``pos`` of this slice (timestamps truncated to 32 bits);
+        records past the slice's capacity are dropped (the footer counts them)."""
+        if pos < cap:
+            off = (base + pos) * R.RECORD_WORDS
+            trace[off + 0] = _lo32(w0)
+            trace[off + 1] = _lo32(w1)
+            trace[off + 2] = _lo32(t2)
+            trace[off + 3] = _lo32(t3)
+            trace[off + 4] = _lo32(t4)
+            trace[off + 5] = _lo32(t5)
+            trace[off + 6] = _lo32(t6)
+            trace[off + 7] = _lo32(t7)
+
+    @cute.jit
+    def _header_footer(self, trace: cute.Tensor, base: Int32, pos: Int32, cap: Int32, cta_rank: Int32,
+                       cta_linear: Int32, t_start: Int64, gt_start: Int64, tiles_done: Int32):
+        """Header (record 0) and footer (record 1) of this slice, with full 64-bit clocks."""
+        t_end = cute.arch.clock64()
+        gt_end = cute.arch.globaltimer()
+        off = base * R.RECORD_WORDS
+        trace[off + 0] = Int32(R.HEADER)
+        trace[off + 1] = cute.arch.smid()
+        trace[off + 2] = _lo32(t_start)
+        trace[off + 3] = _lo32(t_start >> 32)
+        trace[off + 4] = _lo32(gt_start)
+        trace[off + 5] = _lo32(gt_start >> 32)
+        trace[off + 6] = cta_rank
+        trace[off + 7] = cta_linear
+        off = off + R.RECORD_WORDS
+        written = pos + 1
+        dropped = Int32(0)
+        if written > cap:
+            dropped = written - cap
+            written = cap
+        trace[off + 0] = Int32(R.FOOTER)
+        trace[off + 1] = written
+        trace[off + 2] = _lo32(t_end)
+        trace[off + 3] = _lo32(t_end >> 32)
+        trace[off + 4] = _lo32(gt_end)
+        trace[off + 5] = _lo32(gt_end >> 32)
+        trace[off + 6] = tiles_done
+        trace[off + 7] = dropped
+
+    @staticmethod
+    def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle, epi_n,
+                        store_stages, instrument) -> list[str]:
+        """Rules of this kernel on its configuration (each broken rule named with its value)."""
+        p = []
+        if schedule != "cooperative":
+            p.append(f"schedule={schedule!r}: only 'cooperative' is implemented on the hardware")
+        if tile_m != 128:
+            p.append(f"tile_m={tile_m}: the cooperative schedule uses 128 (two warpgroups x 64 rows)")
+        if tile_n not in (64, 128, 192, 256):
+            p.append(f"tile_n={tile_n}: must be 64, 128, 192 or 256 (wgmma N, one accumulator per thread)")
+        if tile_k != 64:
+            p.append(f"tile_k={tile_k}: must be 64 (one 128-byte swizzle row of 16-bit elements)")
+        for name, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):
+            if v not in (1, 2, 4):
+                p.append(f"{name}={v}: must be 1, 2 or 4")
+        if cluster_m * cluster_n > 4:
+            p.append(f"cluster {cluster_m}x{cluster_n}: at most 4 CTAs (portable cluster size on sm_90)")
+        if raster not in ("along_m", "along_n"):
+            p.append(f"raster={raster!r}: must be 'along_m' or 'along_n'")
+        if swizzle < 1:
+            p.append(f"swizzle={swizzle}: must be >= 1")
+        if epi_n not in (16, 32, 64) or tile_n % epi_n:
+            p.append(f"epi_n={epi_n}: must be 16, 32 or 64 and divide tile_n={tile_n}")
+        if store_stages < 2:
+            p.append(f"store_stages={store_stages}: must be >= 2 (one buffer written while one is stored)")
+        if instrument not in (R.LEVEL_OFF, R.LEVEL_TILE, R.LEVEL_KBLOCK):
+            p.append(f"instrument={instrument}: must be 0 (off), 1 (tiles) or 2 (K-blocks)")
+        return p
+
+    @staticmethod
+    def can_implement(m: int, n: int, k: int, dtype_bits: int = 16) -> list[str]:
+        """Rules on the problem (empty list: it can run). TMA needs 16-byte aligned row strides."""
+        p = []
+        align = 128 // dtype_bits
+        if min(m, n, k) < 1:
+            p.append(f"problem {m}x{n}x{k}: every extent must be >= 1")
+        if k % align:
+            p.append(f"k={k}: must be a multiple of {align} (16-byte rows of A and B for TMA)")
+        if n % align:
+            p.append(f"n={n}: must be a multiple of {align} (16-byte rows of D for TMA)")
+        if math.ceil(max(m, n) / 64) >= 1 << 16 or math.ceil(k / 64) >= 1 << 16:
+            p.append(f"problem {m}x{n}: tile coordinates must fit the records' 16-bit fields")
+        return p

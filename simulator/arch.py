@@ -1,0 +1,281 @@
+"""Architecture specs: the per-chip numbers the model turns work into time with.
+
+Every field of :class:`ArchSpec` except ``name`` and ``sm_version`` is a
+:class:`~simulator.constants.Constant` carrying its unit and its source. Two chips are described:
+
+- ``ArchSpec.b200()`` -- Blackwell B200 (SM100): the chip the seed kernel targets. Nobody here has
+  one; its numbers are published microbenchmarks, datasheet values, CUTLASS constants, or
+  estimates (said so in ``kind``).
+- ``ArchSpec.h200()`` -- Hopper H200 (SM90): the GPU available for validation. Some latencies are
+  from Luo et al. measured on an H800 (same SM90 die family); each source says which chip.
+
+Sources are those collected in ``shared/reference/published-figures.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from simulator.config import ConfigError
+from simulator.constants import Constant
+
+# Short names of the documents cited below.
+_SEMI = "SemiAnalysis microbench-blackwell"
+_LUO = "Luo et al. IPDPS'24 (arXiv 2402.13499)"
+_LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
+_CUDA_GUIDE_CLUSTERS = "CUDA C++ Programming Guide, Thread Block Clusters (8 portable, 16 non-portable opt-in)"
+
+# Constants that may be zero (the feature does not exist on that architecture); all others must be > 0.
+_MAY_BE_ZERO = frozenset({
+    "tmem_columns", "tmem_lanes", "clc_query_latency_cycles", "tmem_load_bytes_per_clk",
+    "launch_overhead_ns", "mbarrier_arrive_latency_cycles",
+})
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """One GPU's model constants. Each field below ``sm_version`` is a :class:`Constant`."""
+
+    name: str
+    sm_version: int  # 100 (Blackwell) or 90 (Hopper)
+    sm_count: Constant
+    clock_ghz: Constant
+    mma_flops_per_clk_per_sm: Constant
+    mma_fp8_factor: Constant
+    mma_latency_cycles: Constant
+    smem_read_bytes_per_clk: Constant
+    smem_bytes_per_cta: Constant
+    tmem_columns: Constant
+    tmem_lanes: Constant
+    hbm_bytes_per_s: Constant
+    hbm_latency_cycles: Constant
+    l2_bytes: Constant
+    l2_bytes_per_s: Constant
+    l2_latency_cycles: Constant
+    tma_issue_overhead_cycles: Constant
+    mbarrier_arrive_latency_cycles: Constant
+    remote_arrive_latency_cycles: Constant
+    clc_query_latency_cycles: Constant
+    tmem_load_bytes_per_clk: Constant
+    epilogue_convert_elems_per_clk: Constant
+    launch_overhead_ns: Constant
+    max_cluster_size: Constant
+
+    def __post_init__(self) -> None:
+        for name in self.constant_names():
+            c = getattr(self, name)
+            if not isinstance(c, Constant):
+                raise TypeError(f"ArchSpec.{name} must be a Constant, got {type(c).__name__}")
+            if c.name != name:
+                raise ValueError(f"ArchSpec.{name} holds a Constant named {c.name!r}")
+
+    # ------------------------------------------------------------------ introspection
+    @classmethod
+    def constant_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls) if f.name not in ("name", "sm_version"))
+
+    def constants(self) -> tuple[Constant, ...]:
+        """All constants, in field order (for printing with a result)."""
+        return tuple(getattr(self, n) for n in self.constant_names())
+
+    def value(self, name: str) -> float:
+        return getattr(self, name).value
+
+    def with_overrides(self, mapping: dict[str, float], origin: str = "user override") -> ArchSpec:
+        """A copy with some constants replaced; each replaced constant records ``origin``."""
+        valid = self.constant_names()
+        changes: dict[str, Constant] = {}
+        for key, val in mapping.items():
+            if key not in valid:
+                raise ConfigError(
+                    f"arch override {key!r}={val!r} ({origin}): unknown constant; valid names: {', '.join(valid)}")
+            try:
+                fval = float(val)
+            except (TypeError, ValueError):
+                raise ConfigError(
+                    f"arch override {key}={val!r} ({origin}): expected a number") from None
+            if fval != fval or fval in (float("inf"), float("-inf")):
+                raise ConfigError(f"arch override {key}={val!r} ({origin}): must be a finite number")
+            if key in _MAY_BE_ZERO:
+                if fval < 0:
+                    raise ConfigError(f"arch override {key}={val!r} ({origin}): must be >= 0")
+            elif fval <= 0:
+                raise ConfigError(f"arch override {key}={val!r} ({origin}): must be > 0")
+            changes[key] = getattr(self, key).overridden(fval, origin)
+        return replace(self, **changes)
+
+    # ------------------------------------------------------------------ convenience
+    @property
+    def cycles_per_ns(self) -> float:
+        return self.clock_ghz.value
+
+    @property
+    def ns_per_cycle(self) -> float:
+        return 1.0 / self.clock_ghz.value
+
+    def cycles_to_ns(self, cycles: float) -> float:
+        return cycles / self.clock_ghz.value
+
+    def ns_to_cycles(self, ns: float) -> float:
+        return ns * self.clock_ghz.value
+
+    @property
+    def hbm_bytes_per_clk(self) -> float:
+        """Whole-chip HBM bandwidth in bytes per SM clock."""
+        return self.hbm_bytes_per_s.value / (self.clock_ghz.value * 1e9)
+
+    @property
+    def l2_bytes_per_clk(self) -> float:
+        """Whole-chip L2 hit bandwidth in bytes per SM clock."""
+        return self.l2_bytes_per_s.value / (self.clock_ghz.value * 1e9)
+
+    @property
+    def peak_flops(self) -> float:
+        """Dense 16-bit tensor peak, FLOP/s, at ``clock_ghz``."""
+        return self.sm_count.value * self.mma_flops_per_clk_per_sm.value * self.clock_ghz.value * 1e9
+
+    @property
+    def is_sm100(self) -> bool:
+        return self.sm_version == 100
+
+    @property
+    def is_sm90(self) -> bool:
+        return self.sm_version == 90
+
+    # ------------------------------------------------------------------ factories
+    @classmethod
+    def b200(cls) -> ArchSpec:
+        """NVIDIA B200 (SM100)."""
+        C = Constant
+        hbm = 7680 / 8 * 3996e6 * 2  # 7680-bit bus x 3996 MHz, DDR -> 7.67e12 B/s
+        return cls(
+            name="B200",
+            sm_version=100,
+            sm_count=C("sm_count", 148, "SMs", "B200 device query quoted in pytorch/ao PR #4002", "datasheet"),
+            clock_ghz=C("clock_ghz", 1.965, "GHz",
+                        f"{_SEMI} (SM clock used for its cycle figures; 1.98 GHz boost in spec databases)",
+                        "microbenchmark"),
+            mma_flops_per_clk_per_sm=C(
+                "mma_flops_per_clk_per_sm", 8192, "FLOP/clk/SM",
+                f"{_SEMI} umma_throughput (bf16 1-SM 128x256x16 issue 128 clk: 2*128*256*16/128 = 8192)",
+                "microbenchmark"),
+            mma_fp8_factor=C("mma_fp8_factor", 2.0, "x",
+                             f"{_SEMI} (E4M3 K=32 at the bf16 cycle counts); datasheet 4.5 vs 2.25 PFLOP/s",
+                             "microbenchmark"),
+            mma_latency_cycles=C("mma_latency_cycles", 264, "cycles",
+                                 f"{_SEMI} umma_latency fit (bf16 1-SM SS 128x256x16 completion)",
+                                 "microbenchmark"),
+            smem_read_bytes_per_clk=C("smem_read_bytes_per_clk", 128, "B/clk/SM",
+                                      f"{_SEMI} (SS MMA N=64 issue 48 clk: SMEM-operand bound ~128 B/clk)",
+                                      "microbenchmark"),
+            smem_bytes_per_cta=C("smem_bytes_per_cta", 232448, "B",
+                                 "CUTLASS arch.h sm100_smem_capacity_bytes", "cutlass"),
+            tmem_columns=C("tmem_columns", 512, "columns",
+                           "CUTLASS tmem_allocator_sm100.hpp Sm100TmemCapacityColumns", "cutlass"),
+            tmem_lanes=C("tmem_lanes", 128, "lanes", "CUTLASS / PTX ISA tcgen05 (128 lanes x 512 cols x 32 b)",
+                         "cutlass"),
+            hbm_bytes_per_s=C("hbm_bytes_per_s", hbm, "B/s",
+                              "pytorch/ao PR #4002: 7680-bit bus x 3996 MHz (spec sheet 8 TB/s)", "datasheet"),
+            hbm_latency_cycles=C("hbm_latency_cycles", 860, "cycles",
+                                 "markdewing/AI_kernels latency/README.md (B200 DRAM pointer chase)",
+                                 "microbenchmark"),
+            l2_bytes=C("l2_bytes", 126.5 * 1024 * 1024, "B",
+                       "B200 device query (126.5 MB) quoted in pytorch/ao PR #4002", "datasheet"),
+            l2_bytes_per_s=C("l2_bytes_per_s", 2.5 * hbm, "B/s",
+                             "not published for B200: ~2.5x HBM bandwidth", "estimate"),
+            l2_latency_cycles=C("l2_latency_cycles", 295, "cycles",
+                                "markdewing/AI_kernels latency/README.md (B200 L2 pointer chase)",
+                                "microbenchmark"),
+            tma_issue_overhead_cycles=C("tma_issue_overhead_cycles", 170, "cycles",
+                                        f"{_LUO_EXT} (Hopper H800: TMA ~170 clk above a plain load)", "paper"),
+            mbarrier_arrive_latency_cycles=C("mbarrier_arrive_latency_cycles", 20, "cycles",
+                                             "not published: ~ shared-memory atomic latency", "estimate"),
+            remote_arrive_latency_cycles=C("remote_arrive_latency_cycles", 180, "cycles",
+                                           f"{_LUO_EXT} (Hopper H800 DSMEM SM-to-SM latency)", "paper"),
+            clc_query_latency_cycles=C("clc_query_latency_cycles", 400, "cycles",
+                                       "not published (try_cancel round trip ~ an L2 round trip + response)",
+                                       "estimate"),
+            tmem_load_bytes_per_clk=C(
+                "tmem_load_bytes_per_clk", 512, "B/clk/SM",
+                "not published: 4 sub-partitions (one per epilogue warp) x 32 lanes x 4 B per clk",
+                "estimate"),
+            epilogue_convert_elems_per_clk=C(
+                "epilogue_convert_elems_per_clk", 128, "elems/clk/SM",
+                "not published: 4 epilogue warps (one per scheduler) x 32 lanes x ~1 element/clk "
+                "(packed cvt = 2 elems/instr, shared with scale and st.shared issue)",
+                "estimate"),
+            launch_overhead_ns=C("launch_overhead_ns", 4000, "ns",
+                                 "not published for this kernel: typical launch+event overhead ~4 us",
+                                 "estimate"),
+            max_cluster_size=C("max_cluster_size", 16, "CTAs", _CUDA_GUIDE_CLUSTERS + "; non-portable max",
+                               "datasheet"),
+        )
+
+    @classmethod
+    def h200(cls) -> ArchSpec:
+        """NVIDIA H200 SXM (SM90)."""
+        C = Constant
+        hbm = 4.8e12
+        return cls(
+            name="H200",
+            sm_version=90,
+            sm_count=C("sm_count", 132, "SMs", "NVIDIA H200 SXM datasheet; shared/device/README.md", "datasheet"),
+            clock_ghz=C("clock_ghz", 1.98, "GHz",
+                        "shared/device/README.md: H200 SM clock max 1980 MHz (median 1455-1695 under load: "
+                        "override with the run's effective clock)", "measured-here"),
+            mma_flops_per_clk_per_sm=C(
+                "mma_flops_per_clk_per_sm", 4096, "FLOP/clk/SM",
+                "NVIDIA H100/H200 SXM datasheet 989 TFLOP/s bf16 dense / (132 SMs x 1.83 GHz) = 4094 ~ 4096",
+                "datasheet"),
+            mma_fp8_factor=C("mma_fp8_factor", 2.0, "x", "NVIDIA datasheet (FP8 1979 vs BF16 989 TFLOP/s)",
+                             "datasheet"),
+            mma_latency_cycles=C("mma_latency_cycles", 128, "cycles",
+                                 f"{_LUO} Table VIII (H800 wgmma m64n256k16 SS fp16)", "paper"),
+            smem_read_bytes_per_clk=C("smem_read_bytes_per_clk", 128, "B/clk/SM",
+                                      "NVIDIA Hopper tuning guide / CUDA guide: 32 banks x 4 B per clk",
+                                      "datasheet"),
+            smem_bytes_per_cta=C("smem_bytes_per_cta", 232448, "B",
+                                 "CUTLASS sm90_common.inl sm90_smem_capacity_bytes (227 KB)", "cutlass"),
+            tmem_columns=C("tmem_columns", 0, "columns", "SM90 has no tensor memory", "datasheet"),
+            tmem_lanes=C("tmem_lanes", 0, "lanes", "SM90 has no tensor memory", "datasheet"),
+            hbm_bytes_per_s=C("hbm_bytes_per_s", hbm, "B/s", "NVIDIA H200 datasheet (4.8 TB/s)", "datasheet"),
+            hbm_latency_cycles=C("hbm_latency_cycles", 478.8, "cycles",
+                                 f"{_LUO} Table IV (H800 PCIe global-memory latency)", "paper"),
+            l2_bytes=C("l2_bytes", 50 * 1024 * 1024, "B",
+                       "placeholder: H100 50 MB L2 (hw engineer to report the H200 device query)", "datasheet"),
+            l2_bytes_per_s=C("l2_bytes_per_s", 2.5 * hbm, "B/s",
+                             "not published for H200: ~2.5x HBM bandwidth", "estimate"),
+            l2_latency_cycles=C("l2_latency_cycles", 263.0, "cycles",
+                                f"{_LUO} Table IV (H800 L2 263 clk; extended version: near hit 258)", "paper"),
+            tma_issue_overhead_cycles=C("tma_issue_overhead_cycles", 170, "cycles",
+                                        f"{_LUO_EXT} (H800: TMA ~170 clk above a plain load)", "paper"),
+            mbarrier_arrive_latency_cycles=C("mbarrier_arrive_latency_cycles", 20, "cycles",
+                                             "not published: ~ shared-memory atomic latency", "estimate"),
+            remote_arrive_latency_cycles=C("remote_arrive_latency_cycles", 180, "cycles",
+                                           f"{_LUO_EXT} (H800 DSMEM SM-to-SM latency)", "paper"),
+            clc_query_latency_cycles=C("clc_query_latency_cycles", 0, "cycles",
+                                       "SM90 has no cluster launch control", "datasheet"),
+            tmem_load_bytes_per_clk=C("tmem_load_bytes_per_clk", 0, "B/clk/SM",
+                                      "SM90 has no tensor memory (accumulators live in registers)", "datasheet"),
+            epilogue_convert_elems_per_clk=C(
+                "epilogue_convert_elems_per_clk", 128, "elems/clk/SM",
+                "not published: 4 warp schedulers x 32 lanes x ~1 element/clk (packed cvt = 2 elems/instr, "
+                "shared with scale and st.shared issue)", "estimate"),
+            launch_overhead_ns=C("launch_overhead_ns", 4000, "ns",
+                                 "not published for this kernel: typical launch+event overhead ~4 us",
+                                 "estimate"),
+            max_cluster_size=C("max_cluster_size", 16, "CTAs", _CUDA_GUIDE_CLUSTERS + "; non-portable max",
+                               "datasheet"),
+        )
+
+
+_ALIASES = {"b200": ArchSpec.b200, "sm100": ArchSpec.b200, "sm_100": ArchSpec.b200, "sm100a": ArchSpec.b200,
+            "h200": ArchSpec.h200, "sm90": ArchSpec.h200, "sm_90": ArchSpec.h200, "sm90a": ArchSpec.h200}
+
+
+def get_arch(name: str) -> ArchSpec:
+    """``"b200"``/``"sm100"`` or ``"h200"``/``"sm90"`` (case-insensitive)."""
+    key = str(name).strip().lower()
+    if key not in _ALIASES:
+        raise ConfigError(f"arch={name!r}: unknown architecture; valid names: b200, sm100, h200, sm90")
+    return _ALIASES[key]()

@@ -1,0 +1,251 @@
+"""Run a kernel model: build it, run the event loop to quiescence, and collect the result.
+
+``simulate(cfg, arch)`` is the one entry point the CLI, the plots and the tests use. It picks the
+kernel model from the config type (``Sm100GemmConfig`` -> the seed's SM100 kernel,
+``Sm90GemmConfig`` -> the Hopper twin), validates the config with its ``can_implement``, runs the
+SimPy environment until no event is left, and then either reports a deadlock (roles still
+waiting) or the predicted time, throughput and where each role spent its time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from simulator.arch import ArchSpec
+from simulator.config import ConfigError, Sm90GemmConfig, Sm100GemmConfig
+from simulator.constants import Constant
+from simulator.deadlock import DeadlockReport, analyze
+from simulator.knobs import ProtocolKnobs
+from simulator.memory import MemorySystem, MemoryTiming
+from simulator.trace import Trace
+
+#: Width of the bins HBM traffic is counted in for the bandwidth counter track (cycles).
+HBM_COUNTER_BIN_CYCLES = 2000.0
+
+
+@dataclass
+class RoleTime:
+    role: str
+    ctas: int
+    active_fraction: float            # role lifetime / kernel time, averaged over CTAs
+    wait_fraction: dict[str, float]   # barrier kind -> fraction of kernel time, averaged over CTAs
+
+    @property
+    def total_wait_fraction(self) -> float:
+        return sum(self.wait_fraction.values())
+
+    @property
+    def busy_fraction(self) -> float:
+        return max(0.0, self.active_fraction - self.total_wait_fraction)
+
+
+@dataclass
+class SimResult:
+    arch: ArchSpec
+    config: Any
+    knobs: ProtocolKnobs
+    cycles: float                     # makespan of the CTAs (first start to last role exit)
+    time_ns: float                    # cycles / clock + launch overhead
+    launch_overhead_ns: float
+    flops: int
+    tflops: float
+    peak_tflops: float
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    compulsory_bytes: int
+    l2_hit_rate: float
+    tensor_core_utilization: float
+    role_times: list[RoleTime]
+    tiles_expected: int
+    tiles_done: list[tuple[int, int, int, int]]
+    tx_expected: int
+    tx_landed: int
+    clc_queries: int
+    deadlock: DeadlockReport | None
+    violations: list[str]
+    violation_count: int
+    constants: tuple[Constant, ...]
+    timing_notes: tuple[str, ...]
+    events: int
+    wall_s: float
+    trace: Trace | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.deadlock is None and self.violation_count == 0
+
+    @property
+    def peak_fraction(self) -> float:
+        return self.tflops / self.peak_tflops if self.peak_tflops else 0.0
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+    def tile_check(self) -> tuple[int, int]:
+        """(tiles computed once, tiles computed more than once) over (m, n, l, half) work units."""
+        seen: dict[tuple, int] = {}
+        for t in self.tiles_done:
+            seen[t] = seen.get(t, 0) + 1
+        return sum(1 for v in seen.values() if v == 1), sum(1 for v in seen.values() if v > 1)
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+        return {
+            "arch": self.arch.name,
+            "config": asdict(self.config),
+            "knobs": self.knobs.describe(),
+            "ok": self.ok,
+            "deadlock": self.deadlock.to_dict() if self.deadlock else None,
+            "violations": self.violations,
+            "violation_count": self.violation_count,
+            "cycles": self.cycles,
+            "time_ns": self.time_ns,
+            "launch_overhead_ns": self.launch_overhead_ns,
+            "flops": self.flops,
+            "tflops": self.tflops,
+            "peak_tflops": self.peak_tflops,
+            "peak_fraction": self.peak_fraction,
+            "hbm_read_bytes": self.hbm_read_bytes,
+            "hbm_write_bytes": self.hbm_write_bytes,
+            "compulsory_bytes": self.compulsory_bytes,
+            "l2_hit_rate": self.l2_hit_rate,
+            "tensor_core_utilization": self.tensor_core_utilization,
+            "roles": {r.role: {"ctas": r.ctas, "active": r.active_fraction, "busy": r.busy_fraction,
+                               "wait": r.wait_fraction} for r in self.role_times},
+            "tiles_expected": self.tiles_expected,
+            "tiles_done": len(self.tiles_done),
+            "clc_queries": self.clc_queries,
+            "constants": [{"name": c.name, "value": c.value, "unit": c.unit, "kind": c.kind, "source": c.source}
+                          for c in self.constants],
+            "timing_notes": list(self.timing_notes),
+            "events": self.events,
+            "wall_s": self.wall_s,
+        }
+
+
+def _kernel_class(cfg):
+    if isinstance(cfg, Sm100GemmConfig):
+        from simulator.kernels.sm100_tma_ws import Sm100GemmTmaWarpSpecialized
+        return Sm100GemmTmaWarpSpecialized
+    if isinstance(cfg, Sm90GemmConfig):
+        from simulator.kernels.sm90_tma_ws import Sm90GemmTmaWarpSpecialized
+        return Sm90GemmTmaWarpSpecialized
+    raise ConfigError(f"config of type {type(cfg).__name__}: expected Sm100GemmConfig or Sm90GemmConfig")
+
+
+def default_arch_for(cfg) -> ArchSpec:
+    return ArchSpec.h200() if isinstance(cfg, Sm90GemmConfig) else ArchSpec.b200()
+
+
+class _CountingEnvironment(simpy.Environment):
+    """A SimPy environment that counts the events it processes (for the speed benchmark)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events_processed = 0
+
+    def step(self) -> None:
+        self.events_processed += 1
+        super().step()
+
+
+def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | None = None,
+             trace: bool = False, trace_sms=None, count_events: bool = False) -> SimResult:
+    """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200)."""
+    cfg = cfg if cfg is not None else Sm100GemmConfig()
+    arch = arch if arch is not None else default_arch_for(cfg)
+    if isinstance(cfg, Sm100GemmConfig) and arch.sm_version != 100:
+        raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM100 kernel needs an SM100 arch (b200)")
+    if isinstance(cfg, Sm90GemmConfig) and arch.sm_version != 90:
+        raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM90 kernel needs an SM90 arch (h200)")
+    knobs = knobs or ProtocolKnobs()
+    knobs.check()
+    cfg = cfg.resolved(arch)
+    cfg.can_implement(arch, allow_protocol_experiments=not knobs.is_default)
+    kernel_cls = _kernel_class(cfg)
+
+    env = _CountingEnvironment() if count_events else simpy.Environment()
+    clk = arch.clock_ghz.value
+    timing = MemoryTiming(
+        hbm_bytes_per_cycle=arch.hbm_bytes_per_clk,
+        l2_bytes_per_cycle=arch.l2_bytes_per_clk,
+        hbm_latency=arch.hbm_latency_cycles.value,
+        l2_latency=arch.l2_latency_cycles.value,
+        tma_overhead=arch.tma_issue_overhead_cycles.value,
+        l2_bytes=int(arch.l2_bytes.value),
+    )
+    mem = MemorySystem(timing, bin_cycles=HBM_COUNTER_BIN_CYCLES if trace else 0.0)
+    tr = None
+    if trace:
+        tr = Trace({"source": "simulated", "arch": arch.name, "kernel": kernel_cls.__name__,
+                    "config": _asdict(cfg)}, clock_ghz=clk)
+    t0 = time.perf_counter()
+    kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms)
+    env.run()
+    wall = time.perf_counter() - t0
+    stats = kernel.stats
+    deadlock = analyze(kernel, env.now)
+    violations: list[str] = []
+    vcount = 0
+    for bar in kernel.all_barriers():
+        n = getattr(bar, "violation_count", 0)
+        if n:
+            vcount += n
+            violations += [v.describe() for v in bar.violations]
+    cycles = stats.end_cycle
+    launch_ns = arch.launch_overhead_ns.value
+    time_ns = cycles / clk + launch_ns
+    flops = cfg.flops
+    tflops = flops / time_ns / 1e3 if time_ns > 0 else 0.0
+    dtype_factor = arch.mma_fp8_factor.value if cfg.bits_ab == 8 else 1.0
+    peak = arch.peak_flops * dtype_factor / 1e12
+    n_sm = len(kernel.clusters) * cfg.cluster_size
+    roles = []
+    for name, total in sorted(stats.role_cycles.items()):
+        n = stats.role_count[name]
+        denom = max(cycles, 1e-9) * n
+        waits = {b: c / denom for (r, b), c in stats.wait_cycles.items() if r == name and c > 0}
+        roles.append(RoleTime(name, n, total / denom, waits))
+    tc_units = n_sm // cfg.atom_thr_m
+    tc_util = stats.tc_busy_cycles / (max(cycles, 1e-9) * tc_units) if tc_units else 0.0
+    if tr is not None:
+        _add_counters(tr, mem, kernel)
+        tr.meta.update({"time_ns": time_ns, "cycles": cycles, "launch_overhead_ns": launch_ns,
+                        "constants": {c.name: [c.value, c.unit, c.kind, c.source] for c in arch.constants()}})
+    loads = mem.l2_hits + mem.l2_misses
+    return SimResult(
+        arch=arch, config=cfg, knobs=knobs, cycles=cycles, time_ns=time_ns, launch_overhead_ns=launch_ns,
+        flops=flops, tflops=tflops, peak_tflops=peak,
+        hbm_read_bytes=mem.hbm_read_bytes, hbm_write_bytes=mem.hbm_write_bytes,
+        compulsory_bytes=cfg.compulsory_bytes, l2_hit_rate=mem.l2_hits / loads if loads else 0.0,
+        tensor_core_utilization=tc_util, role_times=roles,
+        tiles_expected=cfg.tiles_m * cfg.tiles_n * cfg.l * cfg.atom_thr_m,
+        tiles_done=stats.tiles_done, tx_expected=stats.tx_expected, tx_landed=stats.tx_landed,
+        clc_queries=stats.clc_queries, deadlock=deadlock, violations=violations, violation_count=vcount,
+        constants=tuple(arch.constants()), timing_notes=kernel.timing.notes,
+        events=getattr(env, "events_processed", 0), wall_s=wall, trace=tr,
+    )
+
+
+def _asdict(cfg) -> dict:
+    from dataclasses import asdict
+    return asdict(cfg)
+
+
+def _add_counters(tr: Trace, mem: MemorySystem, kernel) -> None:
+    """HBM bandwidth in use (device-wide) from the channel's per-bin byte counts."""
+    clk = tr.clock_ghz or 1.0
+    bins = mem.hbm.bins
+    if not bins:
+        return
+    width = mem.hbm.bin_cycles
+    for b in range(min(bins), max(bins) + 2):
+        nbytes = bins.get(b, 0.0)
+        gbps = nbytes / (width / clk)  # bytes per ns == GB/s
+        tr.add_counter(-1, "hbm_gbps", gbps, cycle=b * width)

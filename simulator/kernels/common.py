@@ -1,0 +1,100 @@
+"""Pieces every kernel model shares: run statistics and the warp-role process base class."""
+
+from __future__ import annotations
+
+NUM_THREADS_PER_WARP = 32
+
+
+class RunStats:
+    """Counters every role updates whether or not a trace is kept."""
+
+    def __init__(self) -> None:
+        self.wait_cycles: dict[tuple[str, str], float] = {}   # (role, barrier kind) -> cycles
+        self.role_cycles: dict[str, float] = {}              # role -> sum of (end - start) over CTAs
+        self.role_count: dict[str, int] = {}
+        self.tiles_done: list[tuple[int, int, int, int]] = []   # (m, n, l, cta) per epilogue tile
+        self.mma_kblocks = 0
+        self.tc_busy_cycles = 0.0
+        self.tx_expected = 0
+        self.tx_landed = 0
+        self.clc_queries = 0
+        self.end_cycle = 0.0
+
+    def add_wait(self, role: str, barrier: str, cycles: float) -> None:
+        key = (role, barrier)
+        self.wait_cycles[key] = self.wait_cycles.get(key, 0.0) + cycles
+
+
+
+class RoleBase:
+    """Base of the warp-role processes: waiting with bookkeeping, tracing, lifetime accounting.
+
+    A subclass sets ``name`` (the seed's role name) and ``threads`` (how many threads arrive when
+    the role arrives on a barrier), and implements ``run()`` as a SimPy generator. ``self.cta``
+    must provide ``sm``, ``rank``, ``cluster.index`` and ``kernel`` (with ``env``, ``stats``,
+    ``trace`` and ``traced(sm)``).
+    """
+
+    name = "Role"
+    threads = NUM_THREADS_PER_WARP
+
+    def __init__(self, cta):
+        self.cta = cta
+        self.k = cta.kernel
+        self.env = cta.env
+        self.who = f"CTA{cta.cluster.index}.{cta.rank}/{self.name}"
+        self.tr = self.k.trace if (self.k.trace is not None and self.k.traced(cta.sm)) else None
+        self.stats = self.k.stats
+        self.done = False
+        self.start_cycle = 0.0
+
+    def _waited(self, barrier: str, stage: int, t0: float, tile=None, k_block: int = -1) -> None:
+        """Account a finished wait (and trace it): ``barrier`` is the barrier kind, e.g. ``mainloop.full``."""
+        now = self.env.now
+        self.stats.add_wait(self.name, barrier, now - t0)
+        if self.tr is not None and now > t0:
+            c = self.cta
+            self.tr.add(c.sm, c.rank, c.cluster.index, self.name, "wait", t0, now, tile=tile,
+                        k_block=k_block, stage=stage, barrier=barrier)
+
+    def span(self, kind: str, start: float, end: float, **kw) -> None:
+        if self.tr is not None:
+            c = self.cta
+            self.tr.add(c.sm, c.rank, c.cluster.index, self.name, kind, start, end, **kw)
+
+    def run(self):
+        raise NotImplementedError
+
+    def process(self):
+        self.start_cycle = self.env.now
+        yield from self.run()
+        self.done = True
+        end = self.env.now
+        s = self.stats
+        s.role_cycles[self.name] = s.role_cycles.get(self.name, 0.0) + (end - self.start_cycle)
+        s.role_count[self.name] = s.role_count.get(self.name, 0) + 1
+        if end > s.end_cycle:
+            s.end_cycle = end
+
+
+class ConfigSnapshot:
+    """A config's fields and derived properties evaluated once, as plain attributes.
+
+    The config dataclasses compute derived values (tile counts, stage bytes, ...) in properties,
+    which is clear but too slow for the simulator's inner loops; a kernel model reads this copy.
+    """
+
+    def __init__(self, cfg) -> None:
+        from dataclasses import fields as dc_fields
+
+        self.config = cfg
+        for f in dc_fields(cfg):
+            setattr(self, f.name, getattr(cfg, f.name))
+        for name in dir(type(cfg)):
+            if name.startswith("_") or name in self.__dict__:
+                continue
+            if isinstance(getattr(type(cfg), name, None), property):
+                try:
+                    setattr(self, name, getattr(cfg, name))
+                except Exception:  # noqa: BLE001 - a property that does not apply to this config
+                    pass

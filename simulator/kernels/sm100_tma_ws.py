@@ -1,0 +1,740 @@
+"""SM100 TMA warp-specialized persistent GEMM: the seed kernel as a SimPy model.
+
+Read this beside ``shared/seed/sm100_gemm_tma_warpspecialized.hpp`` (``operator()``): each role
+class below is one branch of its ``if (is_participant.X)`` chain, and each pipeline call is the
+seed's call, in the seed's order.
+
+Roles (``WarpCategory``; one SimPy process per warp role per CTA; the four epilogue warps are one
+process that arrives with 128 threads' worth of arrivals):
+
+* ``Sched`` (warp 1, first CTA of the cluster only, CLC scheduler only): waits for the CLC
+  throttle, issues ``try_cancel`` for the next cluster, consumes the response like everyone else.
+* ``MainloopLoad`` (warp 2): TMA loads of A and B, one K-block per mainloop stage, multicast
+  across the cluster; throttles the Sched warp once per tile (CTA 0).
+* ``MMA`` (warp 0): TMEM allocation; on the MMA-leader CTA of a 1-SM/2-SM pair, one accumulator
+  stage per tile, one tcgen05.mma K-block per mainloop stage; commits free the mainloop stage
+  (multicast to the CTAs whose TMA fed it) and hand the accumulator to the epilogue.
+* ``EpilogueLoad`` (warp 3, only when C is read): TMA loads of C subtiles.
+* ``Epilogue`` (warps 4-7): per tile, TMEM -> registers -> convert -> SMEM -> TMA store, one
+  epilogue subtile at a time; releases the accumulator stage after its last TMEM load.
+
+Pipelines (producer -> consumer: what one stage carries):
+
+* mainloop ``PipelineTmaUmmaAsync``: MainloopLoad (TMA, expect-tx bytes) -> MMA: one K-block of A and B;
+* accumulator ``PipelineUmmaAsync``: MMA (1 arrival, commit multicast to the pair) -> Epilogue
+  (AtomThrShape x 128 arrivals on the leader): one output tile's accumulator in TMEM;
+* clc ``PipelineCLCFetchAsync``: Sched of CTA 0 (16 B response, tx) -> every role of every CTA: next tile id;
+* clc_throttle ``PipelineAsync``: MainloopLoad of CTA 0 -> Sched: permission for one more query;
+* epi_load ``PipelineTmaAsync``: EpilogueLoad -> Epilogue: one C subtile;
+* epi_store ``PipelineTmaStore``: Epilogue -> TMA store unit: one D subtile (bounded outstanding stores).
+
+Plus the load-order barrier (mainloop prologue before C loads), the TMEM-allocation named
+barrier (MMA + epilogue), the TMEM-deallocation cluster barrier (MMA peers in 2-SM mode) and the
+epilogue-throttle barrier (epilogue waits for the other roles' prologue).
+
+Steady state per role:
+
+* MainloopLoad: ``[throttle.producer_acquire+commit]; for k: mainloop.producer_acquire -> TMA(k);
+  fetch_next_work`` per tile.
+* MMA (leader): ``fetch_next_work; accumulator.producer_acquire; for k: mainloop.consumer_wait ->
+  mma(k) -> commit releases stage; accumulator.producer_commit`` per tile.
+* Epilogue: ``fetch_next_work; accumulator.consumer_wait; for each subtile: [epi_load.consumer_wait]
+  -> TMEM load -> convert -> SMEM -> epi_store.producer_acquire -> TMA store; accumulator
+  .consumer_release after the last TMEM load`` per tile.
+* Sched: ``throttle.consumer_wait+release; clc.producer_acquire -> try_cancel; fetch_next_work``.
+
+Time is in SM cycles. Every constant comes from :class:`simulator.arch.ArchSpec` and is listed by
+:meth:`Sm100Timing.constants_used`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+
+from simulator.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
+from simulator.kernels.common import NUM_THREADS_PER_WARP, ConfigSnapshot, RoleBase, RunStats
+from simulator.knobs import ProtocolKnobs
+from simulator.mbarrier import ClusterBarrier, NamedBarrier, call_at
+from simulator.memory import MemorySystem
+from simulator.pipeline import (
+    OrderedSequenceBarrier,
+    PipelineAsync,
+    PipelineCLCFetchAsync,
+    PipelineParams,
+    PipelineState,
+    PipelineTmaAsync,
+    PipelineTmaUmmaAsync,
+    PipelineUmmaAsync,
+    make_producer_start_state,
+)
+from simulator.scheduler import (
+    ClcHardware,
+    TileRaster,
+    WorkTileInfo,
+    max_resident_clusters,
+    mma_tile_in_problem,
+    static_grid_clusters,
+)
+
+CLC_RESPONSE_BYTES = 16  # sizeof(CLCResponse): the try_cancel response is 16 bytes
+
+
+@dataclass(frozen=True)
+class Sm100Timing:
+    """Per-operation costs in cycles, derived from the arch constants and the config."""
+
+    kblock_mma_cycles: float       # tensor-core time of one K-block on one MMA (CTA or CTA pair)
+    mma_instr_cycles: float        # issue interval of one tcgen05.mma instruction
+    mma_drain_cycles: float        # completion latency beyond the issue interval
+    epi_subtile_cycles: float      # TMEM load + convert + SMEM write of one epilogue subtile
+    clc_latency: float
+    remote_latency: float
+    wake_latency: float
+    launch_overhead_cycles: float
+    notes: tuple[str, ...]
+
+    @classmethod
+    def derive(cls, cfg, arch) -> Sm100Timing:
+        ab_bytes = (cfg.bits_ab // 8)
+        # tcgen05.mma consumes 32 bytes of K per instruction (K=16 for 16-bit, 32 for 8-bit types).
+        instr_k = 32 // ab_bytes
+        n_instr = max(1, cfg.tile_k // instr_k)
+        rate = arch.mma_flops_per_clk_per_sm.value * (arch.mma_fp8_factor.value if ab_bytes == 1 else 1.0)
+        # One instruction of the CTA (pair): the FLOPs of its share on one SM at the SM's rate ...
+        flops_per_sm = 2.0 * cfg.cta_tile_m * cfg.mma_tile_n * instr_k
+        compute = flops_per_sm / rate
+        # ... or the SMEM operand reads of an SS MMA (A rows of this SM, all B columns), if slower.
+        smem = (cfg.cta_tile_m + cfg.mma_tile_n) * instr_k * ab_bytes / arch.smem_read_bytes_per_clk.value
+        instr = max(compute, smem)
+        notes = [f"tcgen05.mma {cfg.mma_tile_m}x{cfg.mma_tile_n}x{instr_k}: {instr:.1f} cycles/instr "
+                 f"({'SMEM-operand' if smem > compute else 'math'} bound), {n_instr} per K-block"]
+        drain = max(0.0, arch.mma_latency_cycles.value - instr)
+        acc_bytes = 4
+        elems = cfg.epi_tile[0] * cfg.epi_tile[1]
+        tmem = elems * acc_bytes / arch.tmem_load_bytes_per_clk.value if arch.tmem_load_bytes_per_clk.value else 0.0
+        cvt = elems / arch.epilogue_convert_elems_per_clk.value
+        smem_w = elems * (cfg.bits_d / 8) / arch.smem_read_bytes_per_clk.value
+        return cls(
+            kblock_mma_cycles=n_instr * instr,
+            mma_instr_cycles=instr,
+            mma_drain_cycles=drain,
+            epi_subtile_cycles=tmem + cvt + smem_w,
+            clc_latency=arch.clc_query_latency_cycles.value,
+            remote_latency=arch.remote_arrive_latency_cycles.value,
+            wake_latency=arch.mbarrier_arrive_latency_cycles.value,
+            launch_overhead_cycles=arch.launch_overhead_ns.value * arch.clock_ghz.value,
+            notes=tuple(notes),
+        )
+
+    @staticmethod
+    def constants_used() -> tuple[str, ...]:
+        return ("sm_count", "clock_ghz", "mma_flops_per_clk_per_sm", "mma_fp8_factor", "mma_latency_cycles",
+                "smem_read_bytes_per_clk", "tmem_load_bytes_per_clk", "epilogue_convert_elems_per_clk",
+                "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s", "l2_latency_cycles",
+                "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles", "remote_arrive_latency_cycles",
+                "clc_query_latency_cycles", "launch_overhead_ns")
+
+
+class Cluster:
+    """One resident cluster: its CTAs and what they share (the CLC hardware answers)."""
+
+    def __init__(self, index: int, first_sm: int):
+        self.index = index
+        self.first_sm = first_sm
+        self.ctas: list[Cta] = []
+
+
+class Cta:
+    """One CTA's barrier storage, pipelines and per-CTA facts."""
+
+    def __init__(self, kernel: Sm100GemmTmaWarpSpecialized, cluster: Cluster, rank: int):
+        k = self.kernel = kernel
+        cfg = k.cfg
+        env = k.env
+        self.env = env
+        self.cluster = cluster
+        self.rank = rank
+        self.cx = rank % cfg.cluster_m           # block_id_in_cluster.x (M)
+        self.cy = rank // cfg.cluster_m          # block_id_in_cluster.y (N)
+        self.sm = cluster.first_sm + rank
+        self.atom = cfg.atom_thr_m
+        self.is_first_cta = rank == 0
+        self.is_mma_leader = (self.cx % self.atom) == 0
+        self.leader_rank = rank - (self.cx % self.atom)
+        self.tag = f"SM{self.sm}"
+        facts = k.facts
+        counts = k.counts
+        knobs = k.knobs
+        t = k.timing
+        wl, rl = t.wake_latency, t.remote_latency
+
+        def pp(name: str, stages: int, tx: int = 0) -> PipelineParams:
+            c = counts[name]
+            return PipelineParams(name, stages, knobs.count(name, "full", c.producer),
+                                  knobs.count(name, "empty", c.consumer), tx,
+                                  k.owed[name][0], k.owed[name][1])
+
+        self.mainloop = PipelineTmaUmmaAsync(env, pp("mainloop", cfg.mainloop_stages, cfg.tma_transaction_bytes),
+                                             rank, wake_latency=wl, remote_latency=rl)
+        self.accumulator = PipelineUmmaAsync(env, pp("accumulator", cfg.accumulator_stages), rank,
+                                             wake_latency=wl, remote_latency=rl)
+        self.clc = PipelineCLCFetchAsync(env, pp("clc", cfg.scheduler_stages, CLC_RESPONSE_BYTES), rank,
+                                         wake_latency=wl, remote_latency=rl)
+        self.clc_throttle = PipelineAsync(env, pp("clc_throttle", cfg.scheduler_stages), rank, wake_latency=wl)
+        self.epi_load = PipelineTmaAsync(env, pp("epi_load", cfg.epilogue_load_stages,
+                                                 cfg.epi_c_subtile_bytes), rank, wake_latency=wl)
+        for p in self.pipelines():
+            p.rank = rank
+        bc = sm100_barrier_counts(facts, cta_rank=rank)
+        self.load_order = OrderedSequenceBarrier(env, "load_order", bc["load_order"], rank)
+        self.tmem_alloc = NamedBarrier(env, f"CTA{rank}/tmem_alloc", bc["tmem_alloc"],
+                                       owed_by="MMA x32 + Epilogue x128")
+        self.tmem_dealloc = ClusterBarrier(env, f"CTA{rank}/tmem_dealloc", bc["tmem_dealloc"],
+                                           owed_by="MMA of the peer CTA", remote_latency=rl, wake_latency=wl)
+        self.epilogue_throttle = ClusterBarrier(env, f"CTA{rank}/epilogue_throttle", bc["epilogue_throttle"],
+                                                owed_by="MMA, Sched (CTA0), MainloopLoad, EpilogueLoad (if C)",
+                                                wake_latency=wl)
+        # SMEM copies of the CLC responses, one per scheduler stage (written when the bytes land).
+        self.clc_response: list[WorkTileInfo | None] = [None] * cfg.scheduler_stages
+        # Tensor-core availability (MMA leader of a pair).
+        self.tc_free = 0.0
+        self.load_plan = k.mainloop_load_plan(self)
+        self.roles: list[Role] = []
+
+    def pipelines(self):
+        return (self.mainloop, self.accumulator, self.clc, self.clc_throttle, self.epi_load)
+
+    def barriers(self) -> list:
+        out: list = []
+        for p in self.pipelines():
+            out += p.barriers()
+        out += [self.load_order.barrier, self.tmem_alloc, self.tmem_dealloc, self.epilogue_throttle]
+        return out
+
+
+class Role(RoleBase):
+    """An SM100 role: adds the CLC ``fetch_next_work`` every role calls once per tile."""
+
+    def __init__(self, cta: Cta):
+        super().__init__(cta)
+        self.clc_state = PipelineState(self.k.cfg.scheduler_stages)
+
+    def fetch_next_work(self, work: WorkTileInfo):
+        """``scheduler.fetch_next_work``: a generator returning ``(next_work, increment_pipe)``."""
+        k = self.k
+        if k.cfg.tile_scheduler == "static":
+            return k.static_next(self.cta.cluster, work), False
+        st = self.clc_state
+        full = self.cta.clc.full[st.index]
+        ev = full.wait(st.phase, self.who)
+        if ev is not None:
+            t0 = self.env.now
+            yield ev
+            self._waited("clc.full", st.index, t0)
+        nxt = self.cta.clc_response[st.index]
+        if k.knobs.releases("clc"):
+            self.cta.clc.consumer_release(st, self.who, self.threads)
+        return nxt, True
+
+    def tile_of(self, work: WorkTileInfo) -> tuple[int, int, int]:
+        return self.k.cta_tile(work, self.cta)
+
+
+class MainloopLoad(Role):
+    name = "MainloopLoad"
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg = k.cfg
+        knobs = k.knobs
+        pipe = cta.mainloop
+        state = make_producer_start_state(cfg.mainloop_stages, phase=knobs.start_phase("mainloop"))
+        throttle_state = make_producer_start_state(cfg.scheduler_stages, phase=knobs.start_phase("clc_throttle"))
+        do_load_order_arrive = cfg.read_c
+        cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
+        requires_clc_query = True
+        work = k.initial_work(cta.cluster)
+        dynamic = cfg.tile_scheduler == "clc"
+        k_tiles = cfg.k_tiles
+        prologue = min(cfg.mainloop_stages, k_tiles)
+        while True:
+            tile = self.tile_of(work)
+            if dynamic and cta.is_first_cta and requires_clc_query:
+                ev = cta.clc_throttle.producer_acquire(throttle_state, self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("clc_throttle.empty", throttle_state.index, t0, tile)
+                cta.clc_throttle.producer_commit(throttle_state, self.who, self.threads)
+                throttle_state.advance()
+            t_tile = env.now
+            for kb in range(k_tiles):
+                if kb == prologue and do_load_order_arrive:
+                    cta.load_order.arrive(self.who, self.threads)
+                    do_load_order_arrive = False
+                ev = pipe.producer_acquire(state, self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("mainloop.empty", state.index, t0, tile, kb)
+                if cta.is_mma_leader:
+                    pipe.producer_acquire_expect(state, self.who, True)
+                    self.stats.tx_expected += cfg.tma_transaction_bytes
+                k.issue_mainloop_tma(cta, tile, kb, state.index, self)
+                state.advance()
+            if do_load_order_arrive:
+                cta.load_order.arrive(self.who, self.threads)
+                do_load_order_arrive = False
+            self.span("tile", t_tile, env.now, tile=tile)
+            res = yield from self.fetch_next_work(work)
+            work, increment = res
+            requires_clc_query = increment
+            if increment:
+                self.clc_state.advance()
+            if not work.is_valid:
+                break
+        # load_tail: wait until every stage was released once more.
+        for bar, ev in pipe.producer_tail_waits(state, self.who):
+            if ev is not None:
+                t0 = env.now
+                yield ev
+                self._waited("mainloop.empty", int(bar.name[-2]) if bar.name[-2].isdigit() else -1, t0)
+
+
+class Mma(Role):
+    name = "MMA"
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg, t, knobs = k.cfg, k.timing, k.knobs
+        # TMEM allocation, then tell the epilogue where the accumulators are.
+        cta.tmem_alloc.arrive(self.threads, self.who)
+        cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
+        ml, acc = cta.mainloop, cta.accumulator
+        ml_state = PipelineState(cfg.mainloop_stages)
+        acc_state = make_producer_start_state(cfg.accumulator_stages, phase=knobs.start_phase("accumulator"))
+        work = k.initial_work(cta.cluster)
+        release_ml = knobs.releases("mainloop")
+        mcast = k.mainloop_release_targets(cta)
+        pair = [cta.leader_rank + i for i in range(cta.atom)]
+        while True:
+            tile = self.tile_of(work)
+            res = yield from self.fetch_next_work(work)
+            next_work, increment = res
+            if increment:
+                self.clc_state.advance()
+            if cta.is_mma_leader:
+                ev = acc.producer_acquire(acc_state, self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("accumulator.empty", acc_state.index, t0, tile)
+                t_tile = env.now
+                done = env.now
+                for kb in range(cfg.k_tiles):
+                    ev = ml.consumer_wait(ml_state, self.who)
+                    if ev is not None:
+                        t0 = env.now
+                        yield ev
+                        self._waited("mainloop.full", ml_state.index, t0, tile, kb)
+                    now = env.now
+                    start = cta.tc_free if cta.tc_free > now else now
+                    end = start + t.kblock_mma_cycles
+                    cta.tc_free = end
+                    done = end + t.mma_drain_cycles
+                    self.stats.mma_kblocks += 1
+                    self.stats.tc_busy_cycles += t.kblock_mma_cycles
+                    self.span("mma", start, done, tile=tile, k_block=kb, stage=ml_state.index)
+                    if release_ml:
+                        # umma_arrive_multicast: the commit lands when these MMAs complete.
+                        call_at(env, done - now, ml.consumer_release_to, ml_state.copy(), mcast, self.who, 1)
+                    ml_state.advance()
+                # accumulator producer_commit: umma commit to both CTAs of the pair.
+                call_at(env, done - env.now, acc.producer_commit_to, acc_state.copy(), pair, self.who)
+                self.span("acc_handoff", done, done, tile=tile, stage=acc_state.index)
+                self.span("tile", t_tile, done, tile=tile)
+            acc_state.advance()
+            work = next_work
+            if not work.is_valid:
+                break
+        # Tail: the leader waits for the epilogues to release every accumulator stage.
+        if cta.is_mma_leader and not cfg.overlapping_accum:
+            for _bar, ev in acc.producer_tail_waits(acc_state, self.who):
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("accumulator.empty", -1, t0)
+        if cta.atom == 2:
+            # Leader does wait + arrive, follower does arrive + wait (tmem_deallocation_result_barrier).
+            peer = cta.cluster.ctas[cta.rank ^ 1]
+            if not cta.is_mma_leader:
+                peer.tmem_dealloc.arrive_remote(self.threads, who=self.who)
+            ev = cta.tmem_dealloc.wait(0, self.who)
+            if ev is not None:
+                t0 = env.now
+                yield ev
+                self._waited("tmem_dealloc", -1, t0)
+            if cta.is_mma_leader:
+                peer.tmem_dealloc.arrive_remote(self.threads, who=self.who)
+
+
+class EpilogueLoad(Role):
+    name = "EpilogueLoad"
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg, knobs = k.cfg, k.knobs
+        pipe = cta.epi_load
+        state = make_producer_start_state(cfg.epilogue_load_stages, phase=knobs.start_phase("epi_load"))
+        cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
+        work = k.initial_work(cta.cluster)
+        do_load_order_wait = True
+        while True:
+            tile = self.tile_of(work)
+            res = yield from self.fetch_next_work(work)
+            next_work, increment = res
+            if increment:
+                self.clc_state.advance()
+            if do_load_order_wait:
+                ev = cta.load_order.wait(self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("load_order", -1, t0, tile)
+                do_load_order_wait = False
+            for s in range(cfg.epi_subtiles):
+                ev = pipe.producer_acquire(state, self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("epi_load.empty", state.index, t0, tile, s)
+                pipe.producer_acquire_expect(state, self.who, True)
+                k.issue_c_load(cta, tile, s, state.copy(), self)
+                state.advance()
+            work = next_work
+            if not work.is_valid:
+                break
+
+
+class Epilogue(Role):
+    name = "Epilogue"
+    threads = 128
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg, t, knobs = k.cfg, k.timing, k.knobs
+        ev = cta.epilogue_throttle.wait(0, self.who)
+        if ev is not None:
+            t0 = env.now
+            yield ev
+            self._waited("epilogue_throttle", -1, t0)
+        ev = cta.tmem_alloc.arrive_and_wait(self.threads, self.who)
+        if ev is not None:
+            t0 = env.now
+            yield ev
+            self._waited("tmem_alloc", -1, t0)
+        acc = cta.accumulator
+        acc_state = PipelineState(cfg.accumulator_stages)
+        ld_state = PipelineState(cfg.epilogue_load_stages)
+        stores: list[float] = []          # SMEM-read completion of outstanding TMA stores
+        store_stages = cfg.epilogue_store_stages
+        release_acc = knobs.releases("accumulator")
+        release_ld = knobs.releases("epi_load")
+        work = k.initial_work(cta.cluster)
+        while True:
+            tile = self.tile_of(work)
+            res = yield from self.fetch_next_work(work)
+            next_work, increment = res
+            if increment:
+                self.clc_state.advance()
+            ev = acc.consumer_wait(acc_state, self.who)
+            if ev is not None:
+                t0 = env.now
+                yield ev
+                self._waited("accumulator.full", acc_state.index, t0, tile)
+            t_tile = env.now
+            n_sub = cfg.epi_subtiles
+            for s in range(n_sub):
+                if cfg.read_c:
+                    ev = cta.epi_load.consumer_wait(ld_state, self.who)
+                    if ev is not None:
+                        t0 = env.now
+                        yield ev
+                        self._waited("epi_load.full", ld_state.index, t0, tile, s)
+                # epi_store producer_acquire: at most store_stages - 1 stores may still read SMEM.
+                while len(stores) >= store_stages:
+                    first = stores.pop(0)
+                    if first > env.now:
+                        t0 = env.now
+                        yield env.timeout(first - env.now)
+                        self._waited("epi_store", s % store_stages, t0, tile, s)
+                t0 = env.now
+                yield env.timeout(t.epi_subtile_cycles)
+                if cfg.read_c:
+                    if release_ld:
+                        cta.epi_load.consumer_release(ld_state, self.who, self.threads)
+                    ld_state.advance()
+                if s == n_sub - 1 and release_acc:
+                    # The last TMEM load of the tile is done: free the accumulator stage (on the leader).
+                    acc.consumer_release_to(acc_state, cta.leader_rank, self.who, self.threads)
+                    self.span("acc_handoff", env.now, env.now, tile=tile, stage=acc_state.index)
+                self.span("epilogue", t0, env.now, tile=tile, k_block=s, stage=acc_state.index)
+                stores.append(k.issue_store(cta, tile, s, self))
+            if mma_tile_in_problem(tile[0], tile[1], cfg):
+                self.stats.tiles_done.append((tile[0], tile[1], tile[2], cta.cx % cta.atom))
+            self.span("tile", t_tile, env.now, tile=tile)
+            acc_state.advance()
+            work = next_work
+            if not work.is_valid:
+                break
+        # store_tail: wait for every outstanding store.
+        if stores and stores[-1] > env.now:
+            t0 = env.now
+            yield env.timeout(max(stores) - env.now)
+            self._waited("epi_store", -1, t0)
+
+
+class Sched(Role):
+    name = "Sched"
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg, knobs = k.cfg, k.knobs
+        cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
+        if cfg.tile_scheduler != "clc":
+            return
+        clc = cta.clc
+        prod = make_producer_start_state(cfg.scheduler_stages, phase=knobs.start_phase("clc"))
+        thr = PipelineState(cfg.scheduler_stages)
+        requires_clc_query = True
+        work = k.initial_work(cta.cluster)
+        while True:
+            if requires_clc_query:
+                if knobs.clc_throttle:
+                    ev = cta.clc_throttle.consumer_wait(thr, self.who)
+                    if ev is not None:
+                        t0 = env.now
+                        yield ev
+                        self._waited("clc_throttle.full", thr.index, t0)
+                    if knobs.releases("clc_throttle"):
+                        cta.clc_throttle.consumer_release(thr, self.who, self.threads)
+                    thr.advance()
+                # advance_to_next_work: acquire the stage, expect 16 B in every CTA, try_cancel.
+                ev = clc.producer_acquire(prod, self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("clc.empty", prod.index, t0)
+                clc.producer_acquire_expect(prod, self.who)
+                k.issue_clc_query(cta.cluster, prod.index, self)
+                prod.advance()
+            res = yield from self.fetch_next_work(work)
+            work, increment = res
+            requires_clc_query = increment
+            if increment:
+                self.clc_state.advance()
+            if not work.is_valid:
+                break
+        for _bar, ev in clc.producer_tail_waits(prod, self.who):
+            if ev is not None:
+                t0 = env.now
+                yield ev
+                self._waited("clc.empty", -1, t0)
+
+
+class Sm100GemmTmaWarpSpecialized:
+    """The kernel: resident clusters, their CTAs, and the shared memory system and CLC hardware."""
+
+    def __init__(self, env: simpy.Environment, cfg, arch, memory: MemorySystem, *,
+                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None):
+        self.env = env
+        self.config = cfg
+        self.cfg = cfg = ConfigSnapshot(cfg)
+        self.arch = arch
+        self.mem = memory
+        self.knobs = knobs or ProtocolKnobs()
+        self.trace = trace
+        self._trace_sms = None if trace_sms is None else frozenset(trace_sms)
+        self.timing = Sm100Timing.derive(cfg, arch)
+        self.facts = KernelFacts.from_config(cfg)
+        self.counts = sm100_arrival_counts(self.facts)
+        self.owed = _owed_by(cfg)
+        self.stats = RunStats()
+        self.raster = TileRaster.from_config(cfg)
+        self.grid_clusters = self.raster.num_clusters
+        if cfg.tile_scheduler == "clc":
+            resident = min(self.grid_clusters, max_resident_clusters(cfg, arch))
+        else:
+            resident = static_grid_clusters(cfg, arch, self.grid_clusters)
+        self.clc_hw = ClcHardware(self.grid_clusters, resident)
+        self.clusters: list[Cluster] = []
+        self.roles: list[Role] = []
+        for ci in range(resident):
+            cl = Cluster(ci, ci * cfg.cluster_size)
+            self.clusters.append(cl)
+            for r in range(cfg.cluster_size):
+                cl.ctas.append(Cta(self, cl, r))
+            for p in ("mainloop", "accumulator", "clc", "clc_throttle", "epi_load"):
+                peers = [getattr(c, p) for c in cl.ctas]
+                for c in cl.ctas:
+                    getattr(c, p).peers = peers
+        for cl in self.clusters:
+            for c in cl.ctas:
+                roles: list[Role] = [Mma(c), MainloopLoad(c), Epilogue(c)]
+                if c.is_first_cta:
+                    roles.insert(1, Sched(c))
+                if cfg.read_c:
+                    roles.append(EpilogueLoad(c))
+                c.roles = roles
+                self.roles += roles
+        for r in self.roles:
+            env.process(r.process())
+
+    # -- scheduling -----------------------------------------------------------------------
+    def traced(self, sm: int) -> bool:
+        return self._trace_sms is None or sm in self._trace_sms
+
+    def initial_work(self, cluster: Cluster) -> WorkTileInfo:
+        return self.raster.work(cluster.index)
+
+    def static_next(self, cluster: Cluster, work: WorkTileInfo) -> WorkTileInfo:
+        # Static persistent: resident cluster i takes linear ids i, i + R, i + 2R, ...
+        nxt = work.linear + len(self.clusters)
+        return self.raster.work(nxt)
+
+    def cta_tile(self, work: WorkTileInfo, cta: Cta) -> tuple[int, int, int]:
+        """The MMA tile a CTA (pair) computes in this cluster tile: (m, n, l) in MMA-tile units."""
+        cfg = self.cfg
+        return (work.m_idx * (cfg.cluster_m // cfg.atom_thr_m) + cta.cx // cfg.atom_thr_m,
+                work.n_idx * cfg.cluster_n + cta.cy, work.l_idx)
+
+    def issue_clc_query(self, cluster: Cluster, stage: int, role: Role) -> None:
+        """``clusterlaunchcontrol.try_cancel``: the answer lands in every CTA's SMEM after the latency."""
+        nxt = self.clc_hw.try_cancel()
+        work = self.raster.work(nxt) if nxt is not None else WorkTileInfo.invalid()
+        self.stats.clc_queries += 1
+        lat = self.timing.clc_latency
+        now = self.env.now
+        role.span("clc_query", now, now + lat, stage=stage)
+
+        def land() -> None:
+            for c in cluster.ctas:
+                c.clc_response[stage] = work
+                c.clc.full[stage].complete_tx(CLC_RESPONSE_BYTES)
+        call_at(self.env, lat, land)
+
+    # -- data movement --------------------------------------------------------------------
+    def mainloop_release_targets(self, cta: Cta) -> list[int]:
+        """CTAs whose TMA multicast fed this MMA leader (their empty barriers get its commit)."""
+        cfg = self.cfg
+        out = set()
+        for cy in range(cfg.cluster_n):              # A issuers: this pair's rows, every column
+            for i in range(cfg.atom_thr_m):
+                out.add((cta.leader_rank % cfg.cluster_m) + i + cy * cfg.cluster_m)
+        for cx in range(cfg.cluster_m):              # B issuers: every row, this column
+            out.add(cx + cta.cy * cfg.cluster_m)
+        return sorted(out)
+
+    def mainloop_load_plan(self, cta: Cta) -> tuple:
+        """What one CTA's K-block loads carry and where they land (fixed for the whole run):
+        its slice of A (multicast along its cluster row) and of B (along its cluster column), and
+        the bytes each receiving MMA-leader's full barrier gets from it."""
+        cfg = self.cfg
+        atom = cfg.atom_thr_m
+        half = cta.cx % atom
+        a_slice = cfg.a_stage_bytes_per_cta // cfg.cluster_n
+        b_slices = cfg.cluster_m // atom
+        b_slice = cfg.b_stage_bytes_per_cta // b_slices
+        per_leader: dict[int, int] = {}
+        for cy in range(cfg.cluster_n):                # A goes to (cx, every cy)
+            r = cta.cx + cy * cfg.cluster_m
+            per_leader[r - half] = per_leader.get(r - half, 0) + a_slice
+        for p in range(b_slices):                      # B goes to (same half, every pair, cy)
+            r = p * atom + half + cta.cy * cfg.cluster_m
+            per_leader[r - half] = per_leader.get(r - half, 0) + b_slice
+        return half, a_slice, b_slice, tuple(per_leader.items())
+
+    def issue_mainloop_tma(self, cta: Cta, tile, kb: int, stage: int, role: Role) -> None:
+        """The TMA loads one CTA issues for one K-block; their bytes complete-tx on the full
+        barrier of the MMA leader of every receiving CTA when they land."""
+        cfg, mem, env = self.cfg, self.mem, self.env
+        now = env.now
+        m_tile, n_tile, l_idx = tile
+        half, a_slice, b_slice, per_leader = cta.load_plan
+        atom = cfg.atom_thr_m
+        a_block = m_tile * atom + half
+        a_land = mem.load(now, ("A", l_idx, a_block, kb, cta.cy), self._in_bounds_a(a_block, a_slice))
+        b_land = mem.load(now, ("B", l_idx, n_tile * atom + half, kb, cta.cx // atom),
+                          self._in_bounds_b(n_tile, b_slice))
+        land = a_land if a_land > b_land else b_land
+        call_at(env, land - now, self._landed, cta.cluster.ctas, stage, per_leader)
+        if role.tr is not None:
+            role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
+
+    def _landed(self, ctas, stage: int, per_leader) -> None:
+        stats = self.stats
+        for lead, nbytes in per_leader:
+            ctas[lead].mainloop.full[stage].complete_tx(nbytes)
+            stats.tx_landed += nbytes
+
+    def _in_bounds_a(self, a_block: int, nbytes: int) -> int:
+        """HBM/L2 bytes of an A slice: rows past M are zero-filled by TMA, not fetched."""
+        tm = self.cfg.cta_tile_m
+        rows = self.cfg.m - a_block * tm
+        return nbytes if rows >= tm else max(0, nbytes * rows // tm)
+
+    def _in_bounds_b(self, n_tile: int, nbytes: int) -> int:
+        tn = self.cfg.mma_tile_n
+        cols = self.cfg.n - n_tile * tn
+        return nbytes if cols >= tn else max(0, nbytes * cols // tn)
+
+    def issue_c_load(self, cta: Cta, tile, s: int, state: PipelineState, role: Role) -> None:
+        cfg, env = self.cfg, self.env
+        now = env.now
+        land = self.mem.load(now, ("C", tile[2], tile[0], tile[1], cta.rank, s), cfg.epi_c_subtile_bytes)
+        bar = cta.epi_load.full[state.index]
+        call_at(env, land - now, bar.complete_tx, cfg.epi_c_subtile_bytes)
+        role.span("epi_load", now, land, tile=tile, k_block=s, stage=state.index)
+
+    def issue_store(self, cta: Cta, tile, s: int, role: Role) -> float:
+        """A TMA store of one D subtile; returns when it has finished reading SMEM."""
+        cfg, now = self.cfg, self.env.now
+        smem_read = now + cfg.epi_d_subtile_bytes / self.arch.smem_read_bytes_per_clk.value \
+            + self.arch.tma_issue_overhead_cycles.value
+        done = self.mem.store(now, cfg.epi_d_subtile_bytes)
+        role.span("tma_store", now, done, tile=tile, k_block=s)
+        return smem_read
+
+    # -- results --------------------------------------------------------------------------
+    def all_barriers(self):
+        for cl in self.clusters:
+            for c in cl.ctas:
+                yield from c.barriers()
+
+    def unfinished_roles(self) -> list[Role]:
+        return [r for r in self.roles if not r.done]
+
+
+def _owed_by(cfg) -> dict[str, tuple[str, str]]:
+    """Who owes the arrivals of each pipeline's full and empty barriers (for deadlock reports)."""
+    pair = "2-SM pair" if cfg.atom_thr_m == 2 else "CTA"
+    c_part = " + EpilogueLoad x32 per CTA" if cfg.read_c else ""
+    return {
+        "mainloop": (f"MainloopLoad of the MMA-leader CTA (arrive_and_expect_tx) + TMA bytes from the "
+                     f"{cfg.cluster_size}-CTA cluster's multicast",
+                     "MMA commits (umma_arrive_multicast) of the MMA leaders in this CTA's cluster row and column"),
+        "accumulator": (f"MMA commit of the {pair}'s leader", f"Epilogue x128 of each CTA of the {pair}"),
+        "clc": ("Sched of CTA 0 (arrive_and_expect_tx) + 16 B try_cancel response",
+                f"Sched x32 (CTA 0) + per CTA: MainloopLoad x32, MMA x32, Epilogue x128{c_part}"),
+        "clc_throttle": ("MainloopLoad of CTA 0 (x32)", "Sched of CTA 0 (x32)"),
+        "epi_load": ("EpilogueLoad (arrive_and_expect_tx) + TMA bytes", "Epilogue x128"),
+    }
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = ["Sm100GemmTmaWarpSpecialized", "Sm100Timing", "RunStats", "NUM_THREADS_PER_WARP"]

@@ -1,0 +1,252 @@
+"""mbarrier, named barrier and cluster barrier: the synchronisation primitives of the model.
+
+An :class:`MBarrier` follows the PTX ``mbarrier`` object:
+
+* it has an expected arrival count, a *pending* arrival count and a pending transaction count
+  (bytes, ``expect_tx`` adds, ``complete_tx`` subtracts; it may go negative transiently when bytes
+  land before the expectation is posted);
+* the current phase completes when both the pending arrivals and the pending bytes reach zero;
+  then the phase number advances, pending arrivals reset to the expected count and pending
+  bytes to zero. Arrivals beyond what a phase needs count towards the next phase, exactly as
+  per-thread arrivals would in hardware;
+* waiting is on a phase *parity*: ``try_wait.parity(P)`` succeeds iff the phase with parity ``P``
+  has completed, i.e. the current (incomplete) phase has the other parity. A fresh barrier is in
+  phase 0, so a wait on parity 1 passes at once: that is why producers start with phase 1
+  (CUTLASS's producer start state).
+
+The model adds two things hardware does not have, both for diagnosis:
+
+* every waiter is registered with *who* waits, since when and for which parity, so that a run
+  whose event queue empties while roles still wait can be reported as a deadlock
+  (:mod:`simulator.deadlock`);
+* an arrival may say which *round* (phase number) the arriver believes it is arriving for. An
+  arrival that lands in a different phase is a protocol violation (an arrival count that is too
+  small lets a phase complete early and the surplus spill into the next one): it is recorded in
+  :attr:`MBarrier.violations` rather than silently absorbed.
+
+Waits that are already satisfied cost no simulation event: :meth:`MBarrier.wait` returns
+``None`` and the caller carries on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+from simpy.events import NORMAL
+
+#: How many protocol violations one barrier keeps (the count goes on).
+MAX_RECORDED_VIOLATIONS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Waiter:
+    """One role blocked on a barrier (kept for deadlock reports)."""
+
+    who: str          # e.g. "CTA3/MMA"
+    parity: int
+    since: float      # simulation time (cycles) the wait began
+    event: simpy.Event
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    barrier: str
+    time: float
+    who: str
+    arrived_for_phase: int
+    barrier_phase: int
+
+    def describe(self) -> str:
+        return (f"{self.barrier}: {self.who} arrived for phase {self.arrived_for_phase} at cycle {self.time:.0f} "
+                f"but the barrier was in phase {self.barrier_phase} (arrival count too small, or a skipped wait)")
+
+
+class MBarrier:
+    """A shared-memory mbarrier of one CTA.
+
+    ``owed_by`` describes which roles arrive on it (for reports), e.g.
+    ``"MainloopLoad (arrive_and_expect_tx) + TMA bytes"``.
+    """
+
+    __slots__ = ("env", "name", "expected", "pending", "tx", "phase", "_waiters", "owed_by",
+                 "wake_latency", "violations", "violation_count", "arrivals_total", "tx_total",
+                 "phase_done_at")
+
+    def __init__(self, env: simpy.Environment, name: str, count: int, *, owed_by: str = "",
+                 wake_latency: float = 0.0):
+        if count <= 0:
+            raise ValueError(f"mbarrier {name}: arrival count {count} must be positive (PTX mbarrier.init)")
+        self.env = env
+        self.name = name
+        self.expected = count
+        self.pending = count
+        self.tx = 0
+        self.phase = 0
+        self._waiters: list[Waiter] = []
+        self.owed_by = owed_by
+        self.wake_latency = wake_latency
+        self.violations: list[Violation] = []
+        self.violation_count = 0
+        self.arrivals_total = 0
+        self.tx_total = 0
+        self.phase_done_at: float = -1.0
+
+    # -- state ---------------------------------------------------------------------------
+    def test_wait(self, parity: int) -> bool:
+        """``mbarrier.test_wait.parity``: has the phase of this parity completed?"""
+        return (self.phase & 1) != parity
+
+    @property
+    def waiters(self) -> tuple[Waiter, ...]:
+        return tuple(self._waiters)
+
+    # -- arrivals --------------------------------------------------------------------------
+    def arrive(self, count: int = 1, *, who: str = "", round: int | None = None) -> None:
+        """``count`` arrivals (a warp's 32 threads arrive as ``count=32``)."""
+        if round is not None and round != self.phase:
+            self._violation(who, round)
+        self.arrivals_total += count
+        while count > 0:
+            take = min(count, self.pending)
+            self.pending -= take
+            count -= take
+            if self.pending == 0 and self.tx == 0:
+                self._complete_phase()
+            elif count > 0:
+                # The phase still waits for bytes: surplus arrivals cannot move to the next phase
+                # before this one completes, so they are lost to it (in hardware, arriving on a
+                # barrier with a pending count of zero is undefined behaviour). Record it.
+                self._violation(who, self.phase + 1)
+                self.pending = 0
+                count = 0
+
+    def expect_tx(self, nbytes: int) -> None:
+        self.tx += nbytes
+
+    def arrive_and_expect_tx(self, nbytes: int, count: int = 1, *, who: str = "",
+                             round: int | None = None) -> None:
+        self.tx += nbytes
+        self.arrive(count, who=who, round=round)
+
+    def complete_tx(self, nbytes: int) -> None:
+        """Bytes landed (TMA, CLC response): the hardware's complete-tx on this barrier."""
+        self.tx -= nbytes
+        self.tx_total += nbytes
+        if self.tx == 0 and self.pending == 0:
+            self._complete_phase()
+
+    def _complete_phase(self) -> None:
+        done = self.phase & 1
+        self.phase += 1
+        self.pending = self.expected
+        self.tx = 0
+        self.phase_done_at = self.env.now
+        if self._waiters:
+            keep = []
+            for w in self._waiters:
+                if w.parity == done:
+                    ev = w.event
+                    ev._ok = True
+                    ev._value = None
+                    self.env.schedule(ev, NORMAL, self.wake_latency)
+                else:
+                    keep.append(w)
+            self._waiters = keep
+
+    def _violation(self, who: str, round: int) -> None:
+        self.violation_count += 1
+        if len(self.violations) < MAX_RECORDED_VIOLATIONS:
+            self.violations.append(Violation(self.name, self.env.now, who, round, self.phase))
+
+    # -- waiting ----------------------------------------------------------------------------
+    def wait(self, parity: int, who: str) -> simpy.Event | None:
+        """``mbarrier.try_wait.parity`` in a loop: ``None`` if already satisfied, else an event."""
+        if (self.phase & 1) != parity:
+            return None
+        ev = simpy.Event(self.env)
+        self._waiters.append(Waiter(who, parity, self.env.now, ev))
+        return ev
+
+    def __repr__(self) -> str:
+        return (f"MBarrier({self.name}, phase={self.phase}, pending={self.pending}/{self.expected}, "
+                f"tx={self.tx}, waiters={len(self._waiters)})")
+
+
+class NamedBarrier:
+    """``bar.sync``/``bar.arrive`` on a hardware named barrier of one CTA.
+
+    ``count`` threads must arrive; those that called :meth:`arrive_and_wait` are released when the
+    last one arrives. Reusable: it resets after each release.
+    """
+
+    __slots__ = ("env", "name", "expected", "pending", "_waiters", "owed_by", "generation")
+
+    def __init__(self, env: simpy.Environment, name: str, count: int, *, owed_by: str = ""):
+        if count <= 0:
+            raise ValueError(f"named barrier {name}: thread count {count} must be positive")
+        self.env = env
+        self.name = name
+        self.expected = count
+        self.pending = count
+        self._waiters: list[Waiter] = []
+        self.owed_by = owed_by
+        self.generation = 0
+
+    @property
+    def waiters(self) -> tuple[Waiter, ...]:
+        return tuple(self._waiters)
+
+    def arrive(self, count: int, who: str = "") -> None:
+        self.pending -= count
+        if self.pending <= 0:
+            self.pending = self.expected
+            self.generation += 1
+            for w in self._waiters:
+                w.event.succeed()
+            self._waiters = []
+
+    def arrive_and_wait(self, count: int, who: str) -> simpy.Event | None:
+        if self.pending - count <= 0:
+            self.arrive(count, who)
+            return None
+        ev = simpy.Event(self.env)
+        self._waiters.append(Waiter(who, self.generation & 1, self.env.now, ev))
+        self.pending -= count
+        return ev
+
+    def __repr__(self) -> str:
+        return f"NamedBarrier({self.name}, pending={self.pending}/{self.expected}, waiters={len(self._waiters)})"
+
+
+class ClusterBarrier(MBarrier):
+    """``cutlass::arch::ClusterBarrier``: an mbarrier that CTAs of the cluster arrive on remotely.
+
+    Remote arrivals are delayed by ``remote_latency`` cycles (SM-to-SM distributed shared memory).
+    """
+
+    __slots__ = ("remote_latency",)
+
+    def __init__(self, env: simpy.Environment, name: str, count: int, *, owed_by: str = "",
+                 remote_latency: float = 0.0, wake_latency: float = 0.0):
+        super().__init__(env, name, count, owed_by=owed_by, wake_latency=wake_latency)
+        self.remote_latency = remote_latency
+
+    def arrive_remote(self, count: int = 1, *, who: str = "", round: int | None = None) -> None:
+        if self.remote_latency <= 0:
+            self.arrive(count, who=who, round=round)
+            return
+        ev = simpy.Event(self.env)
+        ev.callbacks.append(lambda _e: self.arrive(count, who=who, round=round))
+        ev._ok = True
+        ev._value = None
+        self.env.schedule(ev, NORMAL, self.remote_latency)
+
+
+def call_at(env: simpy.Environment, delay: float, fn, *args) -> None:
+    """Run ``fn(*args)`` ``delay`` cycles from now with one bare event (no process)."""
+    ev = simpy.Event(env)
+    ev.callbacks.append(lambda _e: fn(*args))
+    ev._ok = True
+    ev._value = None
+    env.schedule(ev, NORMAL, max(0.0, delay))

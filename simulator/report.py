@@ -1,0 +1,79 @@
+"""Human-readable summary of a :class:`~simulator.engine.SimResult`."""
+
+from __future__ import annotations
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.3f} GB"
+
+
+def describe_config(cfg) -> list[str]:
+    lines = [f"problem    M={cfg.m} N={cfg.n} K={cfg.k} L={cfg.l}   {cfg.dtype_ab} x {cfg.dtype_ab} -> "
+             f"{cfg.dtype_acc} accumulate -> {cfg.dtype_d}" + (f" (+ C {cfg.dtype_c})" if cfg.read_c else "")]
+    if hasattr(cfg, "use_2sm"):
+        mode = "2-SM" if cfg.use_2sm else "1-SM"
+        lines.append(f"MMA        {cfg.mma_tile_m}x{cfg.mma_tile_n}x{cfg.tile_k} ({mode}, CTA tile "
+                     f"{cfg.cta_tile_m}x{cfg.cta_tile_n}), cluster {cfg.cluster_m}x{cfg.cluster_n}")
+        lines.append(f"stages     mainloop {cfg.mainloop_stages}, accumulator {cfg.accumulator_stages}"
+                     f"{' (overlapping)' if cfg.overlapping_accum else ''}, scheduler {cfg.scheduler_stages}, "
+                     f"epilogue store {cfg.epilogue_store_stages}"
+                     + (f" / load {cfg.epilogue_load_stages}" if cfg.read_c else ""))
+    else:
+        lines.append(f"tile       {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, {cfg.schedule}, cluster "
+                     f"{cfg.cluster_m}x{cfg.cluster_n}")
+        lines.append(f"stages     mainloop {cfg.mainloop_stages}, epilogue store {cfg.epilogue_store_stages}"
+                     + (f" / load {cfg.epilogue_load_stages}" if cfg.read_c else ""))
+    em, en = cfg.epi_tile
+    lines.append(f"epilogue   {em}x{en} subtiles, {cfg.epi_subtiles} per tile")
+    lines.append(f"scheduler  {cfg.tile_scheduler}, raster {cfg.effective_raster} (asked: {cfg.raster}), "
+                 f"swizzle {cfg.swizzle}; {cfg.num_output_tiles} output tiles, {cfg.k_tiles} K-blocks each")
+    return lines
+
+
+def format_result(res) -> str:
+    cfg, arch = res.config, res.arch
+    kernel = "SM100 TMA warp-specialized GEMM (seed)" if arch.sm_version == 100 else \
+        f"SM90 TMA warp-specialized {getattr(cfg, 'schedule', '')} GEMM"
+    out = [f"wsim: {kernel} on {arch.name}, simulated", ""]
+    out += describe_config(cfg)
+    if res.knobs and not res.knobs.is_default:
+        out.append("knobs      " + "; ".join(res.knobs.describe()))
+    out.append("")
+    if res.deadlock is not None:
+        out.append(res.deadlock.summary())
+        out.append("")
+    if res.violation_count:
+        out.append(f"PROTOCOL VIOLATIONS: {res.violation_count} arrival(s) landed in the wrong barrier phase, e.g.")
+        out += [f"  {v}" for v in res.violations[:4]]
+        out.append("")
+    clk = arch.clock_ghz.value
+    once, twice = res.tile_check()
+    out.append(f"predicted time     {res.time_ns / 1e3:10.2f} us   ({res.cycles:,.0f} cycles at {clk:.3f} GHz"
+               f" + {res.launch_overhead_ns / 1e3:.1f} us launch overhead)")
+    out.append(f"throughput         {res.tflops:10.1f} TFLOP/s = {100 * res.peak_fraction:.1f}% of the tensor-core "
+               f"peak ({res.peak_tflops:.0f} TFLOP/s at {clk:.3f} GHz)")
+    out.append(f"tensor cores busy  {100 * res.tensor_core_utilization:10.1f} % of the CTA makespan")
+    out.append(f"HBM traffic        read {_gb(res.hbm_read_bytes)}, write {_gb(res.hbm_write_bytes)}; "
+               f"compulsory {_gb(res.compulsory_bytes)} (x{res.hbm_bytes / max(1, res.compulsory_bytes):.2f}); "
+               f"L2 hit rate {100 * res.l2_hit_rate:.1f}%")
+    out.append(f"work               {once} output tile-halves computed once of {res.tiles_expected} expected"
+               + (f", {twice} MORE THAN ONCE" if twice else "") + f"; {res.clc_queries} CLC queries")
+    out.append("")
+    out.append(f"{'role':<14}{'CTAs':>6}{'active':>9}{'busy':>8}   waiting on (fraction of kernel time)")
+    for r in res.role_times:
+        waits = ", ".join(f"{b} {100 * f:.1f}%" for b, f in sorted(r.wait_fraction.items(), key=lambda x: -x[1])
+                          if f >= 0.0005) or "-"
+        out.append(f"{r.role:<14}{r.ctas:>6}{100 * r.active_fraction:>8.1f}%{100 * r.busy_fraction:>7.1f}%   {waits}")
+    out.append("  (active: role lifetime; busy: active minus barrier waits; the MMA warp issues asynchronously,")
+    out.append("   so its 'waiting' includes the time the tensor cores are working through earlier K-blocks)")
+    out.append("")
+    out.append("model notes")
+    out += [f"  {n}" for n in res.timing_notes]
+    out.append("")
+    out.append("constants used")
+    width = max(len(c.name) for c in res.constants)
+    for c in res.constants:
+        out.append(f"  {c.name:<{width}}  {c.value:>12g} {c.unit:<10} [{c.kind}] {c.source}")
+    out.append("")
+    out.append(f"simulated {res.events or 'n/a'} events in {res.wall_s:.2f} s wall")
+    return "\n".join(out)

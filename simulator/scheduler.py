@@ -1,0 +1,425 @@
+"""Tile schedulers: which output tiles each persistent cluster computes, and in what order.
+
+Pure logic (no SimPy): the kernel model wraps these in processes and adds the latencies.
+
+The unit handed out is a *cluster tile*: the block of MMA tiles one cluster covers,
+``(cluster_m / atom_thr_m) x cluster_n`` MMA tiles (CUTLASS's schedulers hand out CTA coordinates
+whose cluster part is shared by all CTAs of a cluster; see :func:`cta_tile_coord`).
+
+Two schedulers, following CUTLASS:
+
+* **CLC** (``PersistentTileSchedulerSm100``, include/cutlass/gemm/kernel/sm100_tile_scheduler.hpp): the
+  grid is the whole (non-persistent) problem grid; a cluster's first tile is its own ``blockIdx``, and
+  each later tile is the ``blockIdx`` of a not-yet-launched cluster it cancels with
+  ``clusterlaunchcontrol.try_cancel``. ``swizzle_and_rasterize`` maps that ``blockIdx`` to a tile.
+  :class:`ClcHardware` models the launch/cancel order; :class:`TileRaster` the mapping.
+* **static persistent** (``PersistentTileSchedulerSm90`` / ``StaticPersistentTileScheduler100``,
+  sm90_tile_scheduler.hpp + static_tile_scheduler.hpp, params in tile_scheduler_params.h): a grid of
+  resident clusters; cluster i takes linear cluster ids i, i + G, i + 2G, ...
+
+Tiles beyond the problem edge: CUTLASS does *not* mark them invalid. Cluster rounding (both
+schedulers) and swizzle rounding (static scheduler) create work tiles whose MMA tiles lie wholly or
+partly outside M x N; the kernel runs them (TMA zero-fills out-of-bounds loads and clips stores).
+:func:`mma_tile_in_problem` tells the model which MMA tiles those are. A work tile is invalid only
+when the linear id runs past the padded grid (static) or when no cluster is left to cancel (CLC).
+
+Simplification: resident clusters = ``sm_count // cluster_size`` (one CTA per SM; GPC boundaries
+ignored) for SM100. For SM90 the static grid follows CUTLASS's host heuristic
+``get_max_cta_occupancy`` (18 SMs per GPC, tile_scheduler_params.h).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from simulator.config import ConfigError, Sm90GemmConfig, Sm100GemmConfig, log_swizzle_size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simulator.arch import ArchSpec
+
+GemmConfig = Sm100GemmConfig | Sm90GemmConfig
+
+#: largest gridDim.y (tile_scheduler_params.h PersistentTileSchedulerSm100Params::initialize_swizzle)
+GRID_Y_LIMIT = (1 << 16) - 1
+#: GH100: "maximum SMs per GPC = 18" (tile_scheduler_params.h get_grid_shape)
+SM90_MAX_SM_PER_GPC = 18
+
+
+@dataclass(frozen=True, slots=True)
+class WorkTileInfo:
+    """A cluster tile: ``m_idx``/``n_idx`` count clusters along M/N (not CTAs, not MMA tiles)."""
+
+    m_idx: int
+    n_idx: int
+    l_idx: int
+    is_valid: bool
+    linear: int = -1  # the scheduler's linear cluster id this tile came from (-1: none)
+
+    @classmethod
+    def invalid(cls) -> WorkTileInfo:
+        return INVALID
+
+
+INVALID = WorkTileInfo(-1, -1, -1, False)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_up(a: int, b: int) -> int:
+    return _ceil_div(a, b) * b
+
+
+def _cluster_shape(cfg: GemmConfig) -> tuple[int, int]:
+    return cfg.cluster_m, cfg.cluster_n
+
+
+def problem_ctas(cfg: GemmConfig) -> tuple[int, int, int]:
+    """CTA grid of the problem, rounded up to the cluster shape.
+
+    sm100_tile_scheduler.hpp get_tiled_cta_shape_mnl(problem, tile, atom_thr, cluster):
+    ctas_m = round_up(tiles_m x atom_thr_m, cluster_m), ctas_n = round_up(tiles_n, cluster_n).
+    (For SM90 atom_thr_m = 1: tile_scheduler_params.h get_tiled_cta_shape_mnl.)
+    """
+    cm, cn = _cluster_shape(cfg)
+    return _round_up(cfg.tiles_m * cfg.atom_thr_m, cm), _round_up(cfg.tiles_n, cn), cfg.l
+
+
+def _uses_clc(cfg: GemmConfig) -> bool:
+    return isinstance(cfg, Sm100GemmConfig) and cfg.tile_scheduler == "clc"
+
+
+def raster_for(cfg: GemmConfig) -> str:
+    """The RasterOrder CUTLASS ends up with: "m" (AlongM) or "n" (AlongN).
+
+    Heuristic (tile_scheduler_params.h get_rasterization_order): AlongM if tiles_n > tiles_m else AlongN,
+    where the CLC scheduler counts *clusters* (PersistentTileSchedulerSm100Params: problem_tiles_m_ =
+    problem_blocks.x / cluster_m) and falls back to AlongM when the transposed grid's y
+    (problem_tiles_m x cluster_n) would exceed 65535; the static scheduler counts *CTAs* rounded up to
+    cluster x swizzle (PersistentTileSchedulerSm90Params::initialize).
+    """
+    if cfg.raster not in ("m", "n", "heuristic"):
+        raise ConfigError(f"raster={cfg.raster!r}: unknown; valid: m, n, heuristic")
+    cm, cn = _cluster_shape(cfg)
+    ctas_m, ctas_n, _ = problem_ctas(cfg)
+    if _uses_clc(cfg):
+        tm, tn = ctas_m // cm, ctas_n // cn
+        if cfg.raster != "heuristic":
+            return cfg.raster
+        order = "m" if tn > tm else "n"
+        if order == "n" and tm * cn > GRID_Y_LIMIT:
+            order = "m"
+        return order
+    log_s = log_swizzle_size(ctas_m, ctas_n, cfg.swizzle)
+    pbm = _round_up(ctas_m, (1 << log_s) * cm)
+    pbn = _round_up(ctas_n, (1 << log_s) * cn)
+    if cfg.raster != "heuristic":
+        return cfg.raster
+    return "m" if pbn > pbm else "n"
+
+
+class TileRaster:
+    """Linear cluster index -> cluster tile (m, n, l), as CUTLASS's scheduler maps it.
+
+    ``kind="clc"``: the linear index is the cluster's launch id in the (possibly transposed) problem
+    grid, x fastest (launch order assumed to be blockIdx order); the tile is
+    ``swizzle_and_rasterize(blockIdx of the cluster's CTA 0)`` (sm100_tile_scheduler.hpp): swizzle of
+    size ``swizzle`` over the largest swizzle-divisible sub-grid of clusters (residual clusters keep
+    their place; no serpentine, unlike the comment there), then a transpose for AlongN. Every id maps
+    to a distinct tile; there is no padding.
+
+    ``kind="static"``: the linear index is the static persistent scheduler's cluster id
+    (PersistentTileSchedulerSm90 get_work_idx_m_and_n): the grid of clusters is padded to a multiple of
+    2^log_swizzle along both modes (log_swizzle from get_log_swizzle_size), ids run along the raster's
+    major mode in strips of 2^log_swizzle along the minor mode.
+    """
+
+    def __init__(self, cfg: GemmConfig, kind: str | None = None) -> None:
+        self.cfg = cfg
+        self.kind = kind if kind is not None else ("clc" if _uses_clc(cfg) else "static")
+        if self.kind not in ("clc", "static"):
+            raise ConfigError(f"tile_scheduler={self.kind!r}: unknown; valid: clc, static")
+        if cfg.swizzle not in (1, 2, 4, 8):
+            raise ConfigError(f"swizzle={cfg.swizzle}: max swizzle size must be one of (1, 2, 4, 8)")
+        self.cluster_m, self.cluster_n = _cluster_shape(cfg)
+        ctas_m, ctas_n, self.l = problem_ctas(cfg)
+        self.raster = _raster_for_kind(cfg, self.kind)
+        if self.kind == "clc":
+            self.swizzle = cfg.swizzle if cfg.swizzle > 1 else 0  # divmod_swizzle_size_ (0 = off)
+            self.clusters_m = ctas_m // self.cluster_m
+            self.clusters_n = ctas_n // self.cluster_n
+            if self.raster == "m":
+                self.grid_x, self.grid_y = self.clusters_m, self.clusters_n
+            else:  # possibly_transpose_grid: AlongN swaps the cluster counts of x and y
+                self.grid_x, self.grid_y = self.clusters_n, self.clusters_m
+        else:
+            self.log_swizzle = log_swizzle_size(ctas_m, ctas_n, cfg.swizzle)
+            s = 1 << self.log_swizzle
+            self.swizzle = s
+            pbm = _round_up(ctas_m, s * self.cluster_m)
+            pbn = _round_up(ctas_n, s * self.cluster_n)
+            self.clusters_m = pbm // self.cluster_m
+            self.clusters_n = pbn // self.cluster_n
+            self.blk_major = self.clusters_n if self.raster == "n" else self.clusters_m
+
+    @classmethod
+    def from_config(cls, cfg: GemmConfig, kind: str | None = None) -> TileRaster:
+        return cls(cfg, kind)
+
+    def work(self, linear: int | None) -> WorkTileInfo:
+        """Alias of :meth:`cluster_tile` (None -> INVALID)."""
+        return INVALID if linear is None else self.cluster_tile(linear)
+
+    @property
+    def clusters_per_batch(self) -> int:
+        return self.clusters_m * self.clusters_n
+
+    @property
+    def num_clusters(self) -> int:
+        """All cluster work units, including padding (the CLC grid, or the static id range)."""
+        return self.clusters_per_batch * self.l
+
+    def cluster_tile(self, linear: int) -> WorkTileInfo:
+        if linear < 0 or linear >= self.num_clusters:
+            return INVALID
+        l_idx, rem = divmod(linear, self.clusters_per_batch)
+        if self.kind == "clc":
+            x, y = rem % self.grid_x, rem // self.grid_x
+            m, n = self._swizzle_and_rasterize(x, y)
+        else:
+            m, n = self._static_m_and_n(rem)
+        return WorkTileInfo(m, n, l_idx, True, linear)
+
+    def _swizzle_and_rasterize(self, major: int, minor: int) -> tuple[int, int]:
+        s = self.swizzle
+        if s > 0:
+            major_div_s = self.grid_x // s
+            first_res_major = major_div_s * s
+            first_res_minor = (self.grid_y // s) * s
+            if major < first_res_major and minor < first_res_minor:
+                minor_div, minor_mod = divmod(minor, s)
+                maj_div, maj_mod = divmod(major, s)
+                major, minor = maj_div + major_div_s * minor_mod, maj_mod + minor_div * s
+        if self.raster == "n":  # possibly_transpose_work_tile, at cluster granularity
+            return minor, major
+        return major, minor
+
+    def _static_m_and_n(self, cluster_id: int) -> tuple[int, int]:
+        offset = cluster_id & (self.swizzle - 1)
+        extra = cluster_id >> self.log_swizzle
+        minor_div_s, major = divmod(extra, self.blk_major)
+        minor = minor_div_s * self.swizzle + offset
+        if self.raster == "n":
+            return minor, major
+        return major, minor
+
+
+def _raster_for_kind(cfg: GemmConfig, kind: str) -> str:
+    """raster_for, as if cfg used scheduler ``kind`` (SM100 configs can run either)."""
+    if isinstance(cfg, Sm100GemmConfig) and cfg.tile_scheduler != kind:
+        return raster_for(replace(cfg, tile_scheduler=kind))
+    return raster_for(cfg)
+
+
+# ----------------------------------------------------------------------------------- coordinates
+def cta_tile_coord(work: WorkTileInfo, cta_rank_in_cluster: int, cfg: GemmConfig) -> tuple[int, int, int]:
+    """The MMA tile (m_tile, n_tile, l) that CTA ``cta_rank_in_cluster`` works on for ``work``.
+
+    CUDA ranks CTAs in a cluster x-fastest: rank = x + y * cluster_m. CUTLASS's CTA coordinate is
+    (work.m_idx * cluster_m + x, work.n_idx * cluster_n + y) (sm100_tile_scheduler.hpp
+    swizzle_and_rasterize adds block_id_in_cluster; work_tile_to_cta_coord returns it), and the
+    mainloop divides M by size(AtomThrID) (sm100_mma_warpspecialized.hpp load: ``get<0>(cta_coord_mnkl)
+    / size(AtomThrID)``): both CTAs of a 2-SM pair share one MMA tile (the even one is the MMA leader;
+    the caller decides which half of M a CTA owns: ``x % atom_thr_m``).
+    """
+    if not work.is_valid:
+        raise ValueError("cta_tile_coord of an invalid work tile")
+    cm, cn = _cluster_shape(cfg)
+    if not 0 <= cta_rank_in_cluster < cm * cn:
+        raise ValueError(f"cta_rank_in_cluster={cta_rank_in_cluster} outside a {cm}x{cn} cluster")
+    x, y = cta_rank_in_cluster % cm, cta_rank_in_cluster // cm
+    m_cta = work.m_idx * cm + x
+    n_cta = work.n_idx * cn + y
+    return m_cta // cfg.atom_thr_m, n_cta, work.l_idx
+
+
+def mma_tiles_of(work: WorkTileInfo, cfg: GemmConfig) -> list[tuple[int, int, int]]:
+    """The distinct MMA tiles a cluster computes for ``work`` (one per CTA, or per CTA pair)."""
+    seen: list[tuple[int, int, int]] = []
+    for r in range(cfg.cluster_m * cfg.cluster_n):
+        t = cta_tile_coord(work, r, cfg)
+        if t not in seen:
+            seen.append(t)
+    return seen
+
+
+def mma_tile_in_problem(m_tile: int, n_tile: int, cfg: GemmConfig) -> bool:
+    """False for MMA tiles wholly outside M x N (created by cluster or swizzle rounding)."""
+    return 0 <= m_tile < cfg.tiles_m and 0 <= n_tile < cfg.tiles_n
+
+
+# -------------------------------------------------------------------------------- grid sizes
+def max_resident_clusters(cfg: GemmConfig, arch: ArchSpec) -> int:
+    """Clusters that fit at once: sm_count // cluster_size (one CTA per SM; GPCs ignored)."""
+    return max(1, int(arch.sm_count.value) // (cfg.cluster_m * cfg.cluster_n))
+
+
+def sm90_max_cta_occupancy(cluster_size: int, sm_count: int, max_sm_per_gpc: int = SM90_MAX_SM_PER_GPC) -> int:
+    """tile_scheduler_params.h get_max_cta_occupancy: CTAs a static persistent grid uses on GH100-like GPCs."""
+    min_num_gpc = 1 if sm_count < max_sm_per_gpc else sm_count // max_sm_per_gpc
+    per_gpc = max_sm_per_gpc - (max_sm_per_gpc % cluster_size)
+    ctas = min_num_gpc * per_gpc
+    residual = 0 if sm_count < max_sm_per_gpc else sm_count % max_sm_per_gpc
+    ctas += residual - (residual % cluster_size)
+    return min(sm_count, ctas)
+
+
+def static_grid_clusters(cfg: GemmConfig, arch: ArchSpec, total_clusters: int) -> int:
+    """Resident clusters of the static persistent grid (truncated by the problem, like CUTLASS).
+
+    SM90: CUTLASS's host heuristic (cluster_size 1 -> sm_count; else get_max_cta_occupancy with 18 SMs
+    per GPC) -- get_grid_shape in tile_scheduler_params.h. SM100: sm_count // cluster_size.
+    """
+    size = cfg.cluster_m * cfg.cluster_n
+    sms = int(arch.sm_count.value)
+    if arch.sm_version == 90 and size > 1:
+        resident = sm90_max_cta_occupancy(size, sms) // size
+    else:
+        resident = sms // size
+    return max(1, min(resident, total_clusters))
+
+
+# ------------------------------------------------------------------------------------ schedulers
+class ClcHardware:
+    """Cluster launch control: the grid holds every cluster of the problem.
+
+    At launch the hardware places ``min(grid_clusters, max_resident_clusters)`` clusters, ids
+    ``0..R-1`` in launch order. ``try_cancel()`` cancels the launch of the next not-yet-launched
+    cluster and returns its id, or None when all have launched (the response is then "not cancelled",
+    and the kernel's WorkTileInfo is invalid). Deterministic: ids are handed out in launch order.
+    """
+
+    def __init__(self, grid_clusters: int, max_resident: int) -> None:
+        if grid_clusters < 0 or max_resident < 1:
+            raise ValueError(f"grid_clusters={grid_clusters}, max_resident={max_resident}: need >= 0 and >= 1")
+        self.grid_clusters = grid_clusters
+        self.launched = min(grid_clusters, max_resident)
+        self._next = self.launched
+        self.queries = 0
+        self.cancelled = 0
+
+    @property
+    def initial_clusters(self) -> range:
+        return range(self.launched)
+
+    @property
+    def remaining(self) -> int:
+        return self.grid_clusters - self._next
+
+    def try_cancel(self) -> int | None:
+        self.queries += 1
+        if self._next >= self.grid_clusters:
+            return None
+        cid = self._next
+        self._next += 1
+        self.cancelled += 1
+        return cid
+
+
+class ClcTileScheduler:
+    """CLC scheduler of one launch: ``initial_work(i)`` for resident cluster i, ``fetch_next()`` per query."""
+
+    def __init__(self, cfg: GemmConfig, arch: ArchSpec, max_resident: int | None = None) -> None:
+        self.raster = TileRaster(cfg, "clc")
+        resident = max_resident if max_resident is not None else max_resident_clusters(cfg, arch)
+        self.hw = ClcHardware(self.raster.num_clusters, resident)
+
+    @property
+    def resident_clusters(self) -> int:
+        return self.hw.launched
+
+    def initial_work(self, i: int) -> WorkTileInfo:
+        return self.raster.cluster_tile(i) if i < self.hw.launched else INVALID
+
+    def fetch_next(self) -> WorkTileInfo:
+        cid = self.hw.try_cancel()
+        return INVALID if cid is None else self.raster.cluster_tile(cid)
+
+
+class StaticPersistentScheduler:
+    """Static persistent scheduler: resident cluster i processes ids i, i + G, i + 2G, ... (G = grid)."""
+
+    def __init__(self, cfg: GemmConfig, arch: ArchSpec | None = None, grid_clusters: int | None = None) -> None:
+        self.raster = TileRaster(cfg, "static")
+        total = self.raster.num_clusters
+        if grid_clusters is None:
+            if arch is None:
+                raise ValueError("StaticPersistentScheduler needs arch or grid_clusters")
+            grid_clusters = static_grid_clusters(cfg, arch, total)
+        self.grid = max(1, min(grid_clusters, total)) if total > 0 else 0
+        self._cursor: dict[int, int] = {}
+
+    @property
+    def resident_clusters(self) -> int:
+        return self.grid
+
+    def linear_ids(self, i: int) -> range:
+        return range(i, self.raster.num_clusters, self.grid) if self.grid else range(0)
+
+    def initial_work(self, i: int) -> WorkTileInfo:
+        if i >= self.grid:
+            return INVALID
+        self._cursor[i] = i
+        return self.raster.cluster_tile(i)
+
+    def next_work(self, i: int) -> WorkTileInfo:
+        """Advance resident cluster i by the grid size (advance_to_next_work) and return its tile."""
+        cur = self._cursor.get(i, i) + self.grid
+        self._cursor[i] = cur
+        return self.raster.cluster_tile(cur)
+
+
+def make_scheduler(cfg: GemmConfig, arch: ArchSpec) -> ClcTileScheduler | StaticPersistentScheduler:
+    return ClcTileScheduler(cfg, arch) if _uses_clc(cfg) else StaticPersistentScheduler(cfg, arch)
+
+
+def tile_sequence(cfg: GemmConfig, arch: ArchSpec) -> list[list[WorkTileInfo]]:
+    """Per resident cluster, the valid work tiles it processes.
+
+    Static: exact. CLC: the order depends on timing; here the resident clusters query in round-robin
+    (each finishes a tile, then queries), the order of equal-speed clusters.
+    """
+    sched = make_scheduler(cfg, arch)
+    n = sched.resident_clusters
+    seqs: list[list[WorkTileInfo]] = [[] for _ in range(n)]
+    if isinstance(sched, StaticPersistentScheduler):
+        for i in range(n):
+            w = sched.initial_work(i)
+            while w.is_valid:
+                seqs[i].append(w)
+                w = sched.next_work(i)
+        return seqs
+    active = []
+    for i in range(n):
+        w = sched.initial_work(i)
+        if w.is_valid:
+            seqs[i].append(w)
+            active.append(i)
+    while active:
+        still = []
+        for i in active:
+            w = sched.fetch_next()
+            if w.is_valid:
+                seqs[i].append(w)
+                still.append(i)
+        active = still
+    return seqs
+
+
+__all__ = [
+    "WorkTileInfo", "INVALID", "TileRaster", "ClcHardware", "ClcTileScheduler", "StaticPersistentScheduler",
+    "make_scheduler", "tile_sequence", "cta_tile_coord", "mma_tiles_of", "mma_tile_in_problem", "raster_for",
+    "problem_ctas", "max_resident_clusters", "static_grid_clusters", "sm90_max_cta_occupancy",
+]

@@ -1,0 +1,260 @@
+"""GPU side: build the hardware kernel's variants, check them, time them against cuBLAS, trace them.
+
+    python -m validation.collect --out OUT [--phase smoke|check|time|trace|all] [--quick]
+
+Writes under OUT: ``results.json`` (environment, correctness grid, timings with clocks, the
+instrumentation overhead), raw record dumps ``raw_<name>.npz`` (buffer + metadata; turn them into
+shared-format traces with ``python -m validation.hw_trace``), and the converted traces
+``trace_<name>.npz``. Every number is printed as a compact table at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hw_kernels import records as R
+from hw_kernels.host import KernelConfig, Runner, compile_sm90
+
+RESULTS = "results.json"
+
+
+def environment(command: str) -> dict:
+    env = {"date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": command,
+           "python": platform.python_version()}
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
+                            "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+        name, drv, maxclk, plim = [x.strip() for x in q.split(",")]
+        env.update(device=name, driver=drv, sm_clock_max=maxclk, power_limit=plim)
+    except Exception as e:
+        env["nvidia_smi_error"] = str(e)
+    try:
+        import torch
+        env["torch"] = torch.__version__
+        env["cuda_runtime_torch"] = torch.version.cuda
+        env["sms"] = torch.cuda.get_device_properties(0).multi_processor_count
+    except Exception:
+        pass
+    try:
+        from importlib.metadata import version
+        env["nvidia_cutlass_dsl"] = version("nvidia-cutlass-dsl")
+    except Exception:
+        try:
+            import cutlass
+            env["nvidia_cutlass_dsl"] = getattr(cutlass, "__version__", "unknown")
+        except Exception:
+            env["nvidia_cutlass_dsl"] = "unknown"
+    return env
+
+
+class Session:
+    """Compiled kernels cached by (config, dtype); results accumulated into one JSON file."""
+
+    def __init__(self, out: Path, command: str):
+        self.out = out
+        out.mkdir(parents=True, exist_ok=True)
+        self.path = out / RESULTS
+        self.res = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.res.setdefault("env", environment(command))
+        self._kernels: dict = {}
+
+    def save(self):
+        self.path.write_text(json.dumps(self.res, indent=1, default=str))
+
+    def kernel(self, cfg: KernelConfig, dtype: str):
+        key = (cfg, dtype)
+        if key not in self._kernels:
+            t0 = time.time()
+            self._kernels[key] = compile_sm90(cfg, dtype)
+            self.res.setdefault("compile_s", {})[f"{cfg.name()}_{dtype}"] = round(time.time() - t0, 2)
+        return self._kernels[key]
+
+
+def _inputs(m, n, k, dtype, seed):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    td = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(m, k, device="cuda", dtype=torch.float32, generator=g).to(td)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float32, generator=g).to(td)
+    return a, b
+
+
+def check_one(s: Session, cfg: KernelConfig, dtype: str, m: int, n: int, k: int, seed: int) -> dict:
+    """Fresh random inputs, NaN-poisoned output, compare with a float32 reference."""
+    import torch
+    a, b = _inputs(m, n, k, dtype, seed)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+    run = Runner(s.kernel(cfg, dtype)).prepare(a, b, c)
+    run.launch()
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().t()
+    out = c.float()
+    nan = int(torch.isnan(out).sum().item())
+    err = float(((out - ref).norm() / ref.norm()).item()) if nan == 0 else float("nan")
+    tol = 2e-2 if dtype == "bf16" else 5e-3
+    ok = nan == 0 and err < tol
+    rec = {"config": cfg.name(), "dtype": dtype, "m": m, "n": n, "k": k, "rel_err": err, "nan": nan,
+           "tol": tol, "ok": ok}
+    if cfg.instrument:
+        from validation.hw_trace import decode
+        sl = decode(run.trace_buffer(), run.cap, run.grid_ctas(m, n))
+        rec["slices"] = len(sl)
+        rec["dropped"] = int(sum(x.dropped for x in sl.values()))
+    return rec
+
+
+def phase_check(s: Session, quick: bool):
+    grid = [(128, 256, 64), (1000, 1032, 520), (129, 264, 72), (64, 8, 8), (4096, 4096, 4096),
+            (3000, 5000, 1000), (777, 1536, 4104)]
+    configs = [KernelConfig(), KernelConfig(cluster_m=2), KernelConfig(cluster_n=2),
+               KernelConfig(cluster_m=2, raster="along_n", swizzle=4),
+               KernelConfig(tile_n=128, cluster_m=2, swizzle=2),
+               KernelConfig(instrument=R.LEVEL_KBLOCK), KernelConfig(cluster_m=2, instrument=R.LEVEL_TILE)]
+    if quick:
+        configs = configs[:2]
+    rows = []
+    seed = 1
+    for cfg in configs:
+        for dtype in ("fp16", "bf16"):
+            shapes = grid if cfg == configs[0] or dtype == "fp16" else grid[:4]
+            for (m, n, k) in shapes:
+                seed += 1
+                try:
+                    r = check_one(s, cfg, dtype, m, n, k, seed)
+                except Exception as e:
+                    r = {"config": cfg.name(), "dtype": dtype, "m": m, "n": n, "k": k, "ok": False,
+                         "error": f"{type(e).__name__}: {e}"[:500]}
+                rows.append(r)
+                print(("PASS" if r["ok"] else "FAIL"), r["config"], dtype, (m, n, k),
+                      f"err={r.get('rel_err', float('nan')):.2e}", r.get("error", ""), flush=True)
+        s.res["check"] = rows
+        s.save()
+
+
+def timing_rows(s: Session, shapes, configs, dtypes, iters=50, rounds=2, label="timing"):
+    """Kernel vs cuBLAS on the same inputs, interleaved; in-kernel clock from a level-1 run."""
+    import torch
+
+    from validation.hw_trace import decode, effective_clock_ghz
+    from validation.timing import interleaved, tflops
+    rows = []
+    for dtype in dtypes:
+        for (m, n, k) in shapes:
+            a, b = _inputs(m, n, k, dtype, 1234)
+            bt = b.t()
+            c_ref = torch.empty(m, n, device="cuda", dtype=a.dtype)
+            fns = {"cublas": lambda: torch.matmul(a, bt, out=c_ref)}
+            runners = {}
+            for cfg in configs:
+                c = torch.empty(m, n, device="cuda", dtype=a.dtype)
+                r = Runner(s.kernel(cfg, dtype)).prepare(a, b, c)
+                runners[cfg.name()] = r
+                fns[cfg.name()] = r.launch
+            it = iters if m * n * k >= 4096 ** 3 else iters * 4
+            t = interleaved(fns, it, rounds=rounds)
+            for name, r in runners.items():
+                if r.c.config.instrument:
+                    sl = decode(r.trace_buffer(), r.cap, r.grid_ctas(m, n))
+                    t[name]["in_kernel_clock"] = effective_clock_ghz(sl)
+            cb = t["cublas"]["ms_median"]
+            for name, v in t.items():
+                v["tflops"] = tflops(m, n, k, v["ms_median"])
+                v["ratio_vs_cublas"] = cb / v["ms_median"]
+            row = {"dtype": dtype, "m": m, "n": n, "k": k, "results": t}
+            rows.append(row)
+            best = max((x for x in t if x != "cublas"), key=lambda x: t[x]["tflops"])
+            print(f"[{label}] {dtype} {m}x{n}x{k}: cublas {t['cublas']['tflops']:.0f} TF/s; best {best} "
+                  f"{t[best]['tflops']:.0f} TF/s ({t[best]['ratio_vs_cublas']:.3f}x)", flush=True)
+            s.res.setdefault(label, []).append(row)
+            s.save()
+    return rows
+
+
+def phase_time(s: Session, quick: bool):
+    big = [(8192, 8192, 8192)]
+    cands = [KernelConfig(), KernelConfig(cluster_m=2), KernelConfig(cluster_n=2),
+             KernelConfig(cluster_m=2, swizzle=4), KernelConfig(cluster_m=2, raster="along_n", swizzle=4),
+             KernelConfig(cluster_m=2, instrument=R.LEVEL_TILE)]
+    if quick:
+        cands = cands[:2]
+    timing_rows(s, big, cands, ("fp16", "bf16"), label="explore")
+
+
+def phase_trace(s: Session, cfg: KernelConfig, shape, dtype="fp16", tag=None):
+    """One instrumented run: raw dump + shared-format trace."""
+    import numpy as np
+    import torch
+
+    from validation.hw_trace import summarize, to_trace
+    m, n, k = shape
+    a, b = _inputs(m, n, k, dtype, 99)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+    r = Runner(s.kernel(cfg, dtype)).prepare(a, b, c)
+    for _ in range(3):
+        r.launch()
+    torch.cuda.synchronize()
+    r._trace.zero_()
+    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    st.record()
+    r.launch()
+    en.record()
+    torch.cuda.synchronize()
+    ms = st.elapsed_time(en)
+    meta = {"source": "measured", "arch": "sm90", "kernel": "hw_kernels.sm90_gemm.Sm90TmaWsGemm",
+            "config": cfg.asdict(), "config_name": cfg.name(), "dtype": dtype,
+            "problem": {"m": m, "n": n, "k": k, "l": 1}, "capacity": r.cap, "ctas": r.grid_ctas(m, n),
+            "max_active_clusters": r.c.max_active_clusters, "mainloop_stages": r.c.stages,
+            "kernel_ms_events": ms, **{f"env_{k2}": v for k2, v in s.res["env"].items()}}
+    meta["device"] = s.res["env"].get("device")
+    meta["driver"] = s.res["env"].get("driver")
+    meta["dsl_version"] = s.res["env"].get("nvidia_cutlass_dsl")
+    tag = tag or f"{cfg.name()}_{dtype}_{m}x{n}x{k}"
+    buf = r.trace_buffer()
+    np.savez_compressed(s.out / f"raw_{tag}.npz", buf=buf, meta=np.asarray(json.dumps(meta, default=str)))
+    tr = to_trace(buf, meta)
+    tr.meta["summary"] = summarize(tr)
+    tr.save(s.out / f"trace_{tag}.npz")
+    info = {"tag": tag, "spans": len(tr), "kernel_ms": ms, "effective_clock": tr.meta["effective_clock"],
+            "dropped": tr.meta["dropped_records"], "trace_duration_us": tr.duration_ns / 1e3}
+    s.res.setdefault("traces", []).append(info)
+    s.save()
+    print("[trace]", json.dumps(info, default=str), flush=True)
+    return tr
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.environ.get("OUT", "collect_out"), help="output folder")
+    ap.add_argument("--phase", default="all", choices=["smoke", "check", "time", "trace", "all"])
+    ap.add_argument("--quick", action="store_true", help="fewer configs and shapes")
+    a = ap.parse_args(argv)
+    s = Session(Path(a.out), " ".join(["python -m validation.collect", *(argv or sys.argv[1:])]))
+    print("env:", json.dumps(s.res["env"]), flush=True)
+    if a.phase == "smoke":
+        for cfg in (KernelConfig(instrument=R.LEVEL_KBLOCK), KernelConfig(cluster_m=2)):
+            r = check_one(s, cfg, "fp16", 1000, 1032, 520, 7)
+            print("smoke", json.dumps(r), flush=True)
+            s.res.setdefault("smoke", []).append(r)
+        s.save()
+        return 0
+    if a.phase in ("check", "all"):
+        phase_check(s, a.quick)
+    if a.phase in ("time", "all"):
+        phase_time(s, a.quick)
+    if a.phase in ("trace", "all"):
+        phase_trace(s, KernelConfig(instrument=R.LEVEL_KBLOCK), (4096, 4096, 4096))
+    s.save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
