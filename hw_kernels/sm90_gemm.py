@@ -23,29 +23,27 @@ WARPS_PER_WG = 4
 THREADS_PER_WG = 128
 
 
-def mainloop_arrival_counts(cluster_m: int, cluster_n: int, consumer_warps: int) -> tuple[int, int]:
-    """(producer, consumer) arrival counts of one mainloop stage's (full, empty) barriers.
+def mainloop_arrival_counts(cluster_m: int, cluster_n: int, consumer_wgs: int) -> tuple[int, int, int]:
+    """(full, empty, epilogue named barrier) arrival counts, from ``simulator.arrivals`` (the model and
+    the kernel must agree; ``convention="dsl"``).
 
-    Taken from ``simulator.arrivals`` when it is importable (the model and the kernel must agree);
-    the formula it must return is: full = 1 (the producer thread's arrive.expect_tx; TMA bytes
-    complete the phase), empty = one arrive per consumer warp from every CTA this CTA's TMA
-    multicasts into, i.e. consumer_warps * (cluster_m + cluster_n - 1).
+    What this kernel does, and what the model must return: full = 1 (the producer thread's
+    arrive.expect_tx; the TMA bytes complete the phase); empty = one arrive per consumer warp from
+    every CTA this CTA's TMA multicasts into = 4 x consumer_wgs x (cluster_m + cluster_n - 1);
+    epilogue named barrier = all consumer threads (128 x consumer_wgs).
     """
-    mine = (1, consumer_warps * (cluster_m + cluster_n - 1))
+    mine = (1, WARPS_PER_WG * consumer_wgs * (cluster_m + cluster_n - 1), THREADS_PER_WG * consumer_wgs)
     try:
-        from simulator.arrivals import Sm90KernelFacts, sm90_arrival_counts
-    except ImportError:
+        from simulator.arrivals import Sm90KernelFacts, sm90_arrival_counts, sm90_barrier_counts
+    except ImportError:  # the kernel also runs from a tree without the simulator
         return mine
-    try:
-        counts = sm90_arrival_counts(Sm90KernelFacts(cluster_m=cluster_m, cluster_n=cluster_n,
-                                                     consumer_warps=consumer_warps))
-        ml = counts["mainloop"]
-        theirs = (int(ml.producer), int(ml.consumer))
-    except Exception:  # the model's signature is still moving: keep the kernel's own convention
-        return mine
+    facts = Sm90KernelFacts(cluster_m=cluster_m, cluster_n=cluster_n, schedule="cooperative",
+                            num_consumer_warpgroups=consumer_wgs)
+    ml = sm90_arrival_counts(facts, convention="dsl")["mainloop"]
+    theirs = (int(ml.producer), int(ml.consumer), int(sm90_barrier_counts(facts)["epilogue_named"]))
     if theirs != mine:
-        raise ValueError(f"simulator.arrivals gives mainloop arrivals {theirs}, the kernel needs {mine} "
-                         f"(cluster {cluster_m}x{cluster_n}, {consumer_warps} consumer warps)")
+        raise ValueError(f"simulator.arrivals gives (full, empty, epilogue) arrivals {theirs}, this kernel "
+                         f"needs {mine} (cluster {cluster_m}x{cluster_n}, {consumer_wgs} consumer warpgroups)")
     return theirs
 
 
@@ -119,7 +117,7 @@ class Sm90TmaWsGemm:
         self.epi_barrier_id = 1
         self.mcast_a = cluster_n  # A[tile_m, :] is shared by the CTAs of one cluster row
         self.mcast_b = cluster_m  # B[tile_n, :] is shared by the CTAs of one cluster column
-        self.arrivals = mainloop_arrival_counts(cluster_m, cluster_n, self.consumer_warps)
+        self.arrivals = mainloop_arrival_counts(cluster_m, cluster_n, self.consumer_wgs)
         self.smem_capacity = utils.get_smem_capacity_in_bytes("sm_90")
 
     def _setup_attributes(self):
@@ -365,8 +363,7 @@ class Sm90TmaWsGemm:
             sub_out = cute.make_rmem_tensor(sub_shape, self.c_dtype)
             sub_size = cute.size(sub_f32)
             n_sub = self.tile_n // self.epi_n
-            epi_barrier = pipeline.NamedBarrier(barrier_id=self.epi_barrier_id,
-                                                num_threads=self.consumer_wgs * THREADS_PER_WG)
+            epi_barrier = pipeline.NamedBarrier(barrier_id=self.epi_barrier_id, num_threads=self.arrivals[2])
             is_store_thread = tidx == THREADS_PER_WG
 
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)

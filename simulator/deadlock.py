@@ -77,6 +77,7 @@ class DeadlockReport:
     cycle: list[str] = field(default_factory=list)           # a wait-for cycle of "who" names
     exited_owers: list[str] = field(default_factory=list)    # "<barrier kind>: owed by <role>, which has exited"
     unexplained: list[str] = field(default_factory=list)     # unfinished roles not found waiting anywhere
+    suspects: list[str] = field(default_factory=list)        # barriers that saw arrivals in the wrong phase
 
     @property
     def pipelines(self) -> list[str]:
@@ -96,6 +97,9 @@ class DeadlockReport:
             lines.append(f"  {key}: {len(items)} CTA(s), e.g. {items[0].describe()}")
         if self.cycle:
             lines.append("  wait-for cycle: " + " -> ".join(self.cycle + self.cycle[:1]))
+        if self.suspects:
+            lines.append("  likely cause: arrivals landed in the wrong phase of " + ", ".join(self.suspects)
+                         + " (an arrival count that does not match the arrivers; see PROTOCOL VIOLATIONS)")
         for e in self.exited_owers[:6]:
             lines.append(f"  {e}")
         for u in self.unexplained[:6]:
@@ -109,6 +113,7 @@ class DeadlockReport:
             "roles": self.roles,
             "cycle": self.cycle,
             "exited_owers": self.exited_owers,
+            "suspects": self.suspects,
             "blocked": [b.__dict__ for b in self.blocked],
         }
 
@@ -141,7 +146,7 @@ def analyze(kernel, now: float) -> DeadlockReport | None:
     by_cluster: dict[int, list[BlockedRole]] = {}
     for b in blocked:
         by_cluster.setdefault(b.cluster, []).append(b)
-    exited: set[str] = set()
+    exited: dict[tuple[str, str], set[int]] = {}
     finished_names = {(r.cta.cluster.index, r.name) for r in kernel.roles if r.done}
     edges: dict[str, list[str]] = {}
     for b in blocked:
@@ -149,9 +154,11 @@ def analyze(kernel, now: float) -> DeadlockReport | None:
         edges[b.who] = [o.who for o in by_cluster[b.cluster] if o.role in owers and o.who != b.who]
         for o in owers:
             if (b.cluster, o) in finished_names:
-                exited.add(f"{b.pipeline}: owed by {o}, which has exited in cluster {b.cluster}")
+                exited.setdefault((b.pipeline, o), set()).add(b.cluster)
     cycle = _find_cycle(edges)
-    return DeadlockReport(now, blocked, cycle, sorted(exited), unexplained)
+    exited_lines = [f"{kind}: owed (in part) by {role}, which has already exited, in {len(cl)} cluster(s)"
+                    for (kind, role), cl in sorted(exited.items())]
+    return DeadlockReport(now, blocked, cycle, exited_lines, unexplained)
 
 
 def _find_cycle(edges: dict[str, list[str]]) -> list[str]:

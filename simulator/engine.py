@@ -156,8 +156,14 @@ class _CountingEnvironment(simpy.Environment):
 
 
 def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | None = None,
-             trace: bool = False, trace_sms=None, count_events: bool = False) -> SimResult:
-    """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200)."""
+             trace: bool = False, trace_sms=None, count_events: bool = False,
+             allow_protocol_experiments: bool = False) -> SimResult:
+    """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
+
+    ``allow_protocol_experiments`` (implied by non-default ``knobs``) relaxes the ``can_implement``
+    rules that protect the protocol rather than the hardware (e.g. CUTLASS's ``Stages >= 2``), so
+    that "what if" questions can be simulated; hardware limits (SMEM, TMEM, cluster size) still hold.
+    """
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     arch = arch if arch is not None else default_arch_for(cfg)
     if isinstance(cfg, Sm100GemmConfig) and arch.sm_version != 100:
@@ -167,7 +173,7 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     knobs = knobs or ProtocolKnobs()
     knobs.check()
     cfg = cfg.resolved(arch)
-    cfg.can_implement(arch, allow_protocol_experiments=not knobs.is_default)
+    cfg.can_implement(arch, allow_protocol_experiments=allow_protocol_experiments or not knobs.is_default)
     kernel_cls = _kernel_class(cfg)
 
     env = _CountingEnvironment() if count_events else simpy.Environment()
@@ -198,6 +204,13 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
         if n:
             vcount += n
             violations += [v.describe() for v in bar.violations]
+    if deadlock is not None and violations:
+        from simulator.deadlock import barrier_kind
+        kinds = []
+        for bar in kernel.all_barriers():
+            if getattr(bar, "violation_count", 0) and barrier_kind(bar.name) not in kinds:
+                kinds.append(barrier_kind(bar.name))
+        deadlock.suspects = kinds
     cycles = stats.end_cycle
     launch_ns = arch.launch_overhead_ns.value
     time_ns = cycles / clk + launch_ns

@@ -184,6 +184,17 @@ class PipelineTmaAsync(Pipeline):
             self._arrive(self.peers[r].empty[state.index], r, count, who, state.round)
 
 
+class PipelineTransactionAsync(Pipeline):
+    """``cutlass::PipelineTransactionAsync`` (the SM100 epilogue's C-load pipeline): the producer
+    acquires (empty wait only), one thread posts the expected bytes
+    (``producer_expect_transaction``), and every producer thread arrives in ``producer_commit``."""
+
+    kind = "PipelineTransactionAsync"
+
+    def producer_expect_transaction(self, state: PipelineState, nbytes: int | None = None) -> None:
+        self.full[state.index].expect_tx(self.params.transaction_bytes if nbytes is None else nbytes)
+
+
 class PipelineTmaUmmaAsync(PipelineTmaAsync):
     """``cutlass::PipelineTmaUmmaAsync`` (SM100 mainloop): TMA producer, tcgen05.mma consumer.
 

@@ -103,6 +103,19 @@ def barrier_style(barrier: str) -> dict[str, Any]:
     return {"facecolor": _mix(base, 0.62), "hatch": hatch, "edgecolor": _mix(base, 0.15)}
 
 
+_HAS_HATCHCOLOR = tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+
+
+def hatch_kwargs(style: dict[str, Any], edge: float = 0.0) -> dict[str, Any]:
+    """Patch keyword arguments for a hatched wait style; ``edge`` > 0 outlines each bar in white
+    (matplotlib >= 3.10 colours hatches separately; older versions hatch in the edge colour)."""
+    if _HAS_HATCHCOLOR:
+        return {"facecolor": style["facecolor"], "hatch": style["hatch"], "hatchcolor": style["edgecolor"],
+                "edgecolor": "white" if edge > 0 else style["facecolor"], "linewidth": edge}
+    return {"facecolor": style["facecolor"], "hatch": style["hatch"], "edgecolor": style["edgecolor"],
+            "linewidth": 0.0}
+
+
 def kind_color(kind: str) -> str:
     return KIND_COLORS.get(kind, "#777777")
 
@@ -347,8 +360,11 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                         bm = np.flatnonzero(km)[bars == b]
                         st = barrier_style(b or "?")
                         xr = [(a / 1e3, (c - a) / 1e3) for a, c in zip(s[bm], e[bm], strict=True) if c > a]
-                        ax.broken_barh(xr, (ty + 0.1 * th, 0.8 * th), facecolors=st["facecolor"],
-                                       edgecolor=st["edgecolor"], hatch=st["hatch"], linewidth=0.0, zorder=2)
+                        # Outline each wait in white when all are wide enough to keep their colour.
+                        edge = 0.5 if xr and min(w for _, w in xr) * 1e3 * px_per_ns >= 4 else 0.0
+                        kw = hatch_kwargs(st, edge)
+                        kw["facecolors"] = kw.pop("facecolor")
+                        ax.broken_barh(xr, (ty + 0.1 * th, 0.8 * th), zorder=2, **kw)
                         if b not in barriers_seen:
                             barriers_seen.append(b)
                     continue
@@ -454,8 +470,7 @@ def legend_handles(kinds: Sequence[str], barriers: Sequence[str]) -> list[Patch]
                                            color=KIND_COLORS["acc_handoff"], label="accumulator hand-off"))
     for b in sorted(barriers, key=_barrier_rank):
         st = barrier_style(b or "?")
-        out.append(Patch(facecolor=st["facecolor"], edgecolor=st["edgecolor"], hatch=st["hatch"],
-                         linewidth=0.0, label=f"wait {b}"))
+        out.append(Patch(label=f"wait {b}", **hatch_kwargs(st)))
     return out
 
 
@@ -473,7 +488,7 @@ def _stage_capacity(trace: Trace, pipeline: str) -> int | None:
         return None
     aliases = {"mainloop": ("mainloop_stages", "stages", "stage_count", "num_stages"),
                "accumulator": ("acc_stages", "accumulator_stages", "acc_stage_count"),
-               "clc": ("sched_stages", "scheduler_stages", "clc_stages"),
+               "clc": ("scheduler_stages", "sched_stages", "clc_stages"),
                "epi_load": ("epi_load_stages", "epilogue_load_stages"),
                "epi_store": ("epi_store_stages", "epilogue_store_stages")}
     for key in aliases.get(pipeline, ()) + (f"{pipeline}_stages",):
@@ -567,8 +582,8 @@ def plot_stage_occupancy(trace: Trace, pipeline: str = "mainloop", *, sms: Seque
     for a in dict.fromkeys(axes):
         if cap:
             a.axhline(cap, color="#555555", linestyle="--", linewidth=0.8)
-            a.text(1.0, cap, f" {cap} stages", transform=a.get_yaxis_transform(), fontsize=FONT - 1.5,
-                   va="center", ha="left", color="#555555")
+            a.text(0.005, cap, f"{cap} stages", transform=a.get_yaxis_transform(), fontsize=FONT - 1.5,
+                   va="bottom", ha="left", color="#555555")
         a.set_ylim(0, top)
         a.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=4))
         a.set_xlim(window[0] / 1e3, window[1] / 1e3)
@@ -581,8 +596,8 @@ def plot_stage_occupancy(trace: Trace, pipeline: str = "mainloop", *, sms: Seque
     if ax is not None and len(shown) > 1:
         ax.legend(fontsize=FONT - 1, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.set_ylabel("stages full", fontsize=FONT)
-    src = source if source != "derived from spans" else "stages held, derived from spans"
-    text = title if title is not None else (f"{pipeline} pipeline: stages full ({src}"
+    src = "counter " + source if source != "derived from spans" else "issue to release, derived from spans"
+    text = title if title is not None else (f"{pipeline} stages full · {_sm_list_text(shown)} ({src}"
                                             f"{', mean per bin' if binned else ''}) · {_fmt_window(window)}")
     (ax if ax is not None else axes[0]).set_title(text, fontsize=FONT + 1.5, loc="left")
     _save(fig, path)
@@ -665,8 +680,8 @@ def plot_stall_breakdown(trace: Trace | Breakdown, *, sms: Sequence[int] | None 
         for name, w, st in segs:
             if w <= 0:
                 continue
-            ax.barh(i - 0.1, w, left=x, height=0.55, color=st["facecolor"], edgecolor=st["edgecolor"],
-                    hatch=st.get("hatch"), linewidth=0.0 if "hatch" in st else 0.5, zorder=2)
+            kw = hatch_kwargs(st, 0.5) if "hatch" in st else {**st, "linewidth": 0.5}
+            ax.barh(i - 0.1, w, left=x, height=0.55, zorder=2, **kw)
             if w >= 4.5:
                 long = f"{name} {w:.0f}%" if name != "idle" else f"idle {w:.0f}%"
                 txt = long if w * px_per_pct > len(long) * char_px + 10 else f"{w:.0f}%"
@@ -702,8 +717,7 @@ def plot_stall_breakdown(trace: Trace | Breakdown, *, sms: Sequence[int] | None 
     handles: list[Any] = [Patch(facecolor="#777777", label="busy (colour of the role's work)")]
     for b in barriers:
         st = barrier_style(b or "?")
-        handles.append(Patch(facecolor=st["facecolor"], edgecolor=st["edgecolor"], hatch=st["hatch"],
-                             linewidth=0.0, label=f"wait {b}"))
+        handles.append(Patch(label=f"wait {b}", **hatch_kwargs(st)))
     handles.append(Patch(facecolor=IDLE_COLOR, edgecolor="#BBBBBB", label="idle (before first / after last span)"))
     handles.append(Patch(facecolor="#999999", label="thin bar: work in flight (loads, MMAs, stores)"))
     ax._wsim_legend = handles  # noqa: SLF001
@@ -812,8 +826,7 @@ def plot_overview(trace: Trace, path: str | Path | None = None, *, sms: Sequence
     if n_mid:
         mids = sub[1].subplots(1, n_mid, squeeze=False)[0]
         for a, p in zip(mids, mid_panels, strict=False):
-            plot_stage_occupancy(trace, p, sms=sms_list, ax=a,
-                                 title=f"{p} stages full · {_sm_list_text(sms_list)}")
+            plot_stage_occupancy(trace, p, sms=sms_list, ax=a)
         if has_hbm:
             plot_counter(trace, "hbm_gbps", ax=mids[-1])
             mids[-1].set_title("HBM bandwidth in use (device)", fontsize=FONT + 1.5, loc="left")

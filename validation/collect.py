@@ -108,7 +108,26 @@ def check_one(s: Session, cfg: KernelConfig, dtype: str, m: int, n: int, k: int,
         sl = decode(run.trace_buffer(), run.cap, run.grid_ctas(m, n))
         rec["slices"] = len(sl)
         rec["dropped"] = int(sum(x.dropped for x in sl.values()))
+        rec["schedule_ok"] = schedule_matches(sl, cfg, m, n, run.c.max_active_clusters)
+        rec["ok"] = rec["ok"] and rec["schedule_ok"] and rec["dropped"] == 0
     return rec
+
+
+def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_clusters: int) -> bool:
+    """The tiles each CTA recorded are, in order, those hw_kernels/schedule.py assigns it."""
+    from hw_kernels import records as RR
+    from hw_kernels.schedule import tile_order
+    order = tile_order(m, n, cfg.tile_m, cfg.tile_n, cfg.cluster_m, cfg.cluster_n, cfg.raster, cfg.swizzle,
+                       num_clusters=max_clusters)
+    csize = cfg.cluster_m * cfg.cluster_n
+    for (cta, role), sl in slices.items():
+        if role != "Consumer0":
+            continue
+        d = sl.data
+        tiles = [(int(w & 0xFFFF), int((w >> 16) & 0xFFFF)) for w in d[(d[:, 0] & 0xFF) == RR.C_TILE][:, 1]]
+        if tiles != order.get((cta // csize, sl.cta_rank)):
+            return False
+    return True
 
 
 def phase_check(s: Session, quick: bool):
@@ -151,7 +170,7 @@ def timing_rows(s: Session, shapes, configs, dtypes, iters=50, rounds=2, label="
             a, b = _inputs(m, n, k, dtype, 1234)
             bt = b.t()
             c_ref = torch.empty(m, n, device="cuda", dtype=a.dtype)
-            fns = {"cublas": lambda: torch.matmul(a, bt, out=c_ref)}
+            fns = {"cublas": lambda a=a, bt=bt, c_ref=c_ref: torch.matmul(a, bt, out=c_ref)}
             runners = {}
             for cfg in configs:
                 c = torch.empty(m, n, device="cuda", dtype=a.dtype)
@@ -165,7 +184,7 @@ def timing_rows(s: Session, shapes, configs, dtypes, iters=50, rounds=2, label="
                     sl = decode(r.trace_buffer(), r.cap, r.grid_ctas(m, n))
                     t[name]["in_kernel_clock"] = effective_clock_ghz(sl)
             cb = t["cublas"]["ms_median"]
-            for name, v in t.items():
+            for v in t.values():
                 v["tflops"] = tflops(m, n, k, v["ms_median"])
                 v["ratio_vs_cublas"] = cb / v["ms_median"]
             row = {"dtype": dtype, "m": m, "n": n, "k": k, "results": t}

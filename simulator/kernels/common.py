@@ -47,11 +47,13 @@ class RoleBase:
         self.stats = self.k.stats
         self.done = False
         self.start_cycle = 0.0
+        # Statistics key; a model may refine it (e.g. the idle MMA warp of a 2-SM peer CTA).
+        self.stat_name = self.name
 
     def _waited(self, barrier: str, stage: int, t0: float, tile=None, k_block: int = -1) -> None:
         """Account a finished wait (and trace it): ``barrier`` is the barrier kind, e.g. ``mainloop.full``."""
         now = self.env.now
-        self.stats.add_wait(self.name, barrier, now - t0)
+        self.stats.add_wait(self.stat_name, barrier, now - t0)
         if self.tr is not None and now > t0:
             c = self.cta
             self.tr.add(c.sm, c.rank, c.cluster.index, self.name, "wait", t0, now, tile=tile,
@@ -71,8 +73,9 @@ class RoleBase:
         self.done = True
         end = self.env.now
         s = self.stats
-        s.role_cycles[self.name] = s.role_cycles.get(self.name, 0.0) + (end - self.start_cycle)
-        s.role_count[self.name] = s.role_count.get(self.name, 0) + 1
+        key = self.stat_name
+        s.role_cycles[key] = s.role_cycles.get(key, 0.0) + (end - self.start_cycle)
+        s.role_count[key] = s.role_count.get(key, 0) + 1
         if end > s.end_cycle:
             s.end_cycle = end
 

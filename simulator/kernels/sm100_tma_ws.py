@@ -64,8 +64,8 @@ from simulator.pipeline import (
     PipelineCLCFetchAsync,
     PipelineParams,
     PipelineState,
-    PipelineTmaAsync,
     PipelineTmaUmmaAsync,
+    PipelineTransactionAsync,
     PipelineUmmaAsync,
     make_producer_start_state,
 )
@@ -88,7 +88,9 @@ class Sm100Timing:
     kblock_mma_cycles: float       # tensor-core time of one K-block on one MMA (CTA or CTA pair)
     mma_instr_cycles: float        # issue interval of one tcgen05.mma instruction
     mma_drain_cycles: float        # completion latency beyond the issue interval
-    epi_subtile_cycles: float      # TMEM load + convert + SMEM write of one epilogue subtile
+    epi_tmem_cycles: float         # tcgen05.ld of one epilogue subtile, TMEM -> registers
+    epi_convert_cycles: float      # scale and convert one subtile to D's type
+    epi_smem_cycles: float         # registers -> SMEM (before the TMA store)
     clc_latency: float
     remote_latency: float
     wake_latency: float
@@ -120,7 +122,9 @@ class Sm100Timing:
             kblock_mma_cycles=n_instr * instr,
             mma_instr_cycles=instr,
             mma_drain_cycles=drain,
-            epi_subtile_cycles=tmem + cvt + smem_w,
+            epi_tmem_cycles=tmem,
+            epi_convert_cycles=cvt,
+            epi_smem_cycles=smem_w,
             clc_latency=arch.clc_query_latency_cycles.value,
             remote_latency=arch.remote_arrive_latency_cycles.value,
             wake_latency=arch.mbarrier_arrive_latency_cycles.value,
@@ -183,7 +187,7 @@ class Cta:
         self.clc = PipelineCLCFetchAsync(env, pp("clc", cfg.scheduler_stages, CLC_RESPONSE_BYTES), rank,
                                          wake_latency=wl, remote_latency=rl)
         self.clc_throttle = PipelineAsync(env, pp("clc_throttle", cfg.scheduler_stages), rank, wake_latency=wl)
-        self.epi_load = PipelineTmaAsync(env, pp("epi_load", cfg.epilogue_load_stages,
+        self.epi_load = PipelineTransactionAsync(env, pp("epi_load", cfg.epilogue_load_stages,
                                                  cfg.epi_c_subtile_bytes), rank, wake_latency=wl)
         for p in self.pipelines():
             p.rank = rank
@@ -191,8 +195,12 @@ class Cta:
         self.load_order = OrderedSequenceBarrier(env, "load_order", bc["load_order"], rank)
         self.tmem_alloc = NamedBarrier(env, f"CTA{rank}/tmem_alloc", bc["tmem_alloc"],
                                        owed_by="MMA x32 + Epilogue x128")
-        self.tmem_dealloc = ClusterBarrier(env, f"CTA{rank}/tmem_dealloc", bc["tmem_dealloc"],
-                                           owed_by="MMA of the peer CTA", remote_latency=rl, wake_latency=wl)
+        # Initialised only where the seed initialises it (2-SM peer, or overlapping accumulators).
+        self.tmem_dealloc = (ClusterBarrier(env, f"CTA{rank}/tmem_dealloc", bc["tmem_dealloc"],
+                                            owed_by=("Epilogue x128 (this CTA and the peer)" if cfg.overlapping_accum
+                                                     else "MMA of the peer CTA"),
+                                            remote_latency=rl, wake_latency=wl)
+                             if bc["tmem_dealloc"] > 0 else None)
         self.epilogue_throttle = ClusterBarrier(env, f"CTA{rank}/epilogue_throttle", bc["epilogue_throttle"],
                                                 owed_by="MMA, Sched (CTA0), MainloopLoad, EpilogueLoad (if C)",
                                                 wake_latency=wl)
@@ -210,7 +218,9 @@ class Cta:
         out: list = []
         for p in self.pipelines():
             out += p.barriers()
-        out += [self.load_order.barrier, self.tmem_alloc, self.tmem_dealloc, self.epilogue_throttle]
+        out += [self.load_order.barrier, self.tmem_alloc, self.epilogue_throttle]
+        if self.tmem_dealloc is not None:
+            out.append(self.tmem_dealloc)
         return out
 
 
@@ -306,6 +316,12 @@ class MainloopLoad(Role):
 class Mma(Role):
     name = "MMA"
 
+    def __init__(self, cta: Cta):
+        super().__init__(cta)
+        if not cta.is_mma_leader:
+            # In 2-SM mode the peer CTA's MMA warp issues nothing: it only follows the schedule.
+            self.stat_name = "MMA (2-SM peer)"
+
     def run(self):
         cta, k, env = self.cta, self.k, self.env
         cfg, t, knobs = k.cfg, k.timing, k.knobs
@@ -317,6 +333,7 @@ class Mma(Role):
         acc_state = make_producer_start_state(cfg.accumulator_stages, phase=knobs.start_phase("accumulator"))
         work = k.initial_work(cta.cluster)
         release_ml = knobs.releases("mainloop")
+        overlapping = cfg.overlapping_accum
         mcast = k.mainloop_release_targets(cta)
         pair = [cta.leader_rank + i for i in range(cta.atom)]
         while True:
@@ -326,11 +343,13 @@ class Mma(Role):
             if increment:
                 self.clc_state.advance()
             if cta.is_mma_leader:
-                ev = acc.producer_acquire(acc_state, self.who)
-                if ev is not None:
-                    t0 = env.now
-                    yield ev
-                    self._waited("accumulator.empty", acc_state.index, t0, tile)
+                if not overlapping:
+                    # Wait for the TMEM accumulator stage to be empty (producer phase flipped).
+                    ev = acc.producer_acquire(acc_state, self.who)
+                    if ev is not None:
+                        t0 = env.now
+                        yield ev
+                        self._waited("accumulator.empty", acc_state.index, t0, tile)
                 t_tile = env.now
                 done = env.now
                 for kb in range(cfg.k_tiles):
@@ -339,6 +358,14 @@ class Mma(Role):
                         t0 = env.now
                         yield ev
                         self._waited("mainloop.full", ml_state.index, t0, tile, kb)
+                    if overlapping and kb == 0:
+                        # Overlapping accumulators: the first K-block's data is in; now wait until the
+                        # epilogue has read the TMEM column this tile shares with the previous one.
+                        ev = acc.producer_acquire(acc_state, self.who)
+                        if ev is not None:
+                            t0 = env.now
+                            yield ev
+                            self._waited("accumulator.empty", acc_state.index, t0, tile)
                     now = env.now
                     start = cta.tc_free if cta.tc_free > now else now
                     end = start + t.kblock_mma_cycles
@@ -346,7 +373,8 @@ class Mma(Role):
                     done = end + t.mma_drain_cycles
                     self.stats.mma_kblocks += 1
                     self.stats.tc_busy_cycles += t.kblock_mma_cycles
-                    self.span("mma", start, done, tile=tile, k_block=kb, stage=ml_state.index)
+                    if self.tr is not None:
+                        self.span("mma", start, done, tile=tile, k_block=kb, stage=ml_state.index)
                     if release_ml:
                         # umma_arrive_multicast: the commit lands when these MMAs complete.
                         call_at(env, done - now, ml.consumer_release_to, ml_state.copy(), mcast, self.who, 1)
@@ -359,8 +387,16 @@ class Mma(Role):
             work = next_work
             if not work.is_valid:
                 break
+        if overlapping:
+            # The epilogue warps (of this CTA and the peer) signal when TMEM can be freed.
+            ev = cta.tmem_dealloc.wait(0, self.who)
+            if ev is not None:
+                t0 = env.now
+                yield ev
+                self._waited("tmem_dealloc", -1, t0)
+            return
         # Tail: the leader waits for the epilogues to release every accumulator stage.
-        if cta.is_mma_leader and not cfg.overlapping_accum:
+        if cta.is_mma_leader:
             for _bar, ev in acc.producer_tail_waits(acc_state, self.who):
                 if ev is not None:
                     t0 = env.now
@@ -410,12 +446,19 @@ class EpilogueLoad(Role):
                     t0 = env.now
                     yield ev
                     self._waited("epi_load.empty", state.index, t0, tile, s)
-                pipe.producer_acquire_expect(state, self.who, True)
+                pipe.producer_expect_transaction(state)
                 k.issue_c_load(cta, tile, s, state.copy(), self)
+                pipe.producer_commit(state, self.who, self.threads)
                 state.advance()
             work = next_work
             if not work.is_valid:
                 break
+        # load_tail: producer_tail on the C-load pipeline.
+        for _bar, ev in pipe.producer_tail_waits(state, self.who):
+            if ev is not None:
+                t0 = env.now
+                yield ev
+                self._waited("epi_load.empty", -1, t0)
 
 
 class Epilogue(Role):
@@ -438,10 +481,14 @@ class Epilogue(Role):
         acc = cta.accumulator
         acc_state = PipelineState(cfg.accumulator_stages)
         ld_state = PipelineState(cfg.epilogue_load_stages)
-        stores: list[float] = []          # SMEM-read completion of outstanding TMA stores
+        stores: list[float] = []          # SMEM-read completion of committed TMA stores, oldest first
         store_stages = cfg.epilogue_store_stages
         release_acc = knobs.releases("accumulator")
         release_ld = knobs.releases("epi_load")
+        overlapping = cfg.overlapping_accum
+        reuse_c = cfg.read_c and cfg.reuse_smem_c
+        n_sub = cfg.epi_subtiles
+        sub_m = -(-cfg.cta_tile_m // cfg.epi_tile[0])
         work = k.initial_work(cta.cluster)
         while True:
             tile = self.tile_of(work)
@@ -449,13 +496,11 @@ class Epilogue(Role):
             next_work, increment = res
             if increment:
                 self.clc_state.advance()
-            ev = acc.consumer_wait(acc_state, self.who)
-            if ev is not None:
-                t0 = env.now
-                yield ev
-                self._waited("accumulator.full", acc_state.index, t0, tile)
+            # collective_epilogue.store: subtiles iterate M fastest, then N. The accumulator stage
+            # is released after the last TMEM load (overlapping accumulators: after the last M
+            # subtile of the first N column, which is the TMEM column the next tile shares).
             t_tile = env.now
-            n_sub = cfg.epi_subtiles
+            release_at = (sub_m - 1) if overlapping else (n_sub - 1)
             for s in range(n_sub):
                 if cfg.read_c:
                     ev = cta.epi_load.consumer_wait(ld_state, self.who)
@@ -463,34 +508,57 @@ class Epilogue(Role):
                         t0 = env.now
                         yield ev
                         self._waited("epi_load.full", ld_state.index, t0, tile, s)
-                # epi_store producer_acquire: at most store_stages - 1 stores may still read SMEM.
+                    # C is in registers. Without SMEM reuse the buffer goes back to the EpilogueLoad
+                    # warp now; with reuse (C wider than 8 bit) D is staged in it, so it is released
+                    # once the TMA store of this subtile has read it (below).
+                    ld_release = ld_state.copy()
+                    if release_ld and not reuse_c:
+                        cta.epi_load.consumer_release(ld_state, self.who, self.threads)
+                    ld_state.advance()
+                if s == 0:
+                    ev = acc.consumer_wait(acc_state, self.who)
+                    if ev is not None:
+                        t0 = env.now
+                        yield ev
+                        self._waited("accumulator.full", acc_state.index, t0, tile)
+                t0 = env.now
+                yield env.timeout(t.epi_tmem_cycles)        # tcgen05.ld TMEM -> registers
+                if s == release_at:
+                    if release_acc:
+                        acc.consumer_release_to(acc_state, cta.leader_rank, self.who, self.threads)
+                    self.span("acc_handoff", env.now, env.now, tile=tile, stage=acc_state.index)
+                    if overlapping:
+                        acc_state.advance()
+                yield env.timeout(t.epi_convert_cycles)     # scale, convert to D's type
+                # epi_store producer_acquire: returns when at most StagesD-1 committed stores are pending.
                 while len(stores) >= store_stages:
                     first = stores.pop(0)
                     if first > env.now:
-                        t0 = env.now
+                        tw = env.now
                         yield env.timeout(first - env.now)
-                        self._waited("epi_store", s % store_stages, t0, tile, s)
-                t0 = env.now
-                yield env.timeout(t.epi_subtile_cycles)
-                if cfg.read_c:
-                    if release_ld:
-                        cta.epi_load.consumer_release(ld_state, self.who, self.threads)
-                    ld_state.advance()
-                if s == n_sub - 1 and release_acc:
-                    # The last TMEM load of the tile is done: free the accumulator stage (on the leader).
-                    acc.consumer_release_to(acc_state, cta.leader_rank, self.who, self.threads)
-                    self.span("acc_handoff", env.now, env.now, tile=tile, stage=acc_state.index)
+                        self._waited("epi_store", s % store_stages, tw, tile, s)
+                yield env.timeout(t.epi_smem_cycles)        # registers -> SMEM
                 self.span("epilogue", t0, env.now, tile=tile, k_block=s, stage=acc_state.index)
-                stores.append(k.issue_store(cta, tile, s, self))
+                smem_free = k.issue_store(cta, tile, s, self)
+                stores.append(smem_free)
+                if cfg.read_c and reuse_c and release_ld:
+                    call_at(env, smem_free - env.now, cta.epi_load.consumer_release, ld_release, self.who,
+                            self.threads)
             if mma_tile_in_problem(tile[0], tile[1], cfg):
                 self.stats.tiles_done.append((tile[0], tile[1], tile[2], cta.cx % cta.atom))
             self.span("tile", t_tile, env.now, tile=tile)
-            acc_state.advance()
+            if not overlapping:
+                acc_state.advance()
             work = next_work
             if not work.is_valid:
                 break
+        if overlapping:
+            # Signal to the (peer) MMA that the whole TMEM allocation can be freed.
+            if cta.atom == 2:
+                cta.cluster.ctas[cta.rank ^ 1].tmem_dealloc.arrive_remote(self.threads, who=self.who)
+            cta.tmem_dealloc.arrive(self.threads, who=self.who)
         # store_tail: wait for every outstanding store.
-        if stores and stores[-1] > env.now:
+        if stores and max(stores) > env.now:
             t0 = env.now
             yield env.timeout(max(stores) - env.now)
             self._waited("epi_store", -1, t0)

@@ -1,0 +1,265 @@
+"""``wsim plot``: timelines, stage occupancy, stall breakdowns, comparisons and Perfetto files.
+
+    wsim plot                                   # simulate the default config, write wsim_overview.png
+    wsim plot run.npz                           # overview of a saved trace (Trace.save)
+    wsim plot run.npz --what timeline --sms 0,1 --window 10us:14us -o tl.svg
+    wsim plot run.npz --what perfetto -o run.json      # open in ui.perfetto.dev
+    wsim plot a.npz b.npz                       # compare two runs on one time axis
+    wsim plot --m 4096 --n 4096 --k 4096 --what stalls
+
+Bad input (missing file, unknown SM, empty window, unknown --what) prints one line naming the
+value and exits 2. ``python -m simulator.plot_cli`` runs the same command on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+WHATS = ("overview", "timeline", "occupancy", "stalls", "compare", "perfetto")
+_DEFAULT_OUT = {"perfetto": "wsim_trace.json"}
+#: Above this many spans a Perfetto export with no --sms keeps the default few SMs.
+PERFETTO_ALL_SMS_LIMIT = 300_000
+
+
+class PlotArgError(ValueError):
+    """Bad command-line input; the message names the value."""
+
+
+def add_plot_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``plot`` sub-command to ``wsim``'s sub-parsers and return it."""
+    p = subparsers.add_parser(
+        "plot", help="timelines, stage occupancy, stall breakdowns, comparisons, Perfetto JSON",
+        description="Plot a trace (.npz from Trace.save or `wsim simulate --trace`), compare two, or "
+                    "simulate a config and plot it. Times are ns unless suffixed (us, µs, ms).")
+    _add_arguments(p)
+    return p
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("traces", nargs="*", metavar="TRACE.npz",
+                   help="0 traces: simulate (see --m/--n/--k); 1: plot it; 2: compare them")
+    p.add_argument("--what", default=None, metavar="|".join(WHATS),
+                   help="what to make (default: overview for one trace, compare for two)")
+    p.add_argument("--sms", default=None, metavar="LIST",
+                   help="SMs to show, e.g. 0,1,2 or 0-7 or all (default: the first SM, its cluster peer "
+                        "and the SM that finishes last)")
+    p.add_argument("--window", default=None, metavar="START:END",
+                   help="time window, e.g. 2000:6000 (ns), 2us:6us, :10us (default: start, steady state, tail)")
+    p.add_argument("-o", "--output", default=None, metavar="PATH",
+                   help="output file: .png/.svg/.pdf for plots, .json or .json.gz for perfetto "
+                        "(default: wsim_<what>.png, wsim_trace.json)")
+    p.add_argument("--labels", default=None, metavar="A,B", help="names of the two traces in a comparison")
+    p.add_argument("--pipeline", default="mainloop", help="pipeline for --what occupancy (default mainloop)")
+    p.add_argument("--per-sm", action="store_true", help="stall breakdown per SM instead of summed")
+    g = p.add_argument_group("simulate when no trace is given")
+    g.add_argument("--arch", default=None, help="b200 (default) or h200")
+    g.add_argument("--m", type=int, default=None, dest="plot_m")
+    g.add_argument("--n", type=int, default=None, dest="plot_n")
+    g.add_argument("--k", type=int, default=None, dest="plot_k")
+
+
+# -- parsing --------------------------------------------------------------------------------
+_TIME_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms)?\s*$")
+_UNIT_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, None: 1.0}
+
+
+def parse_window(text: str, extent: tuple[float, float]) -> tuple[float, float]:
+    """``"START:END"`` in ns (or with a us/µs/ms suffix) -> (start_ns, end_ns); empty sides = trace ends."""
+    if ":" not in text:
+        raise PlotArgError(f"--window {text!r}: expected START:END, e.g. 2us:6us")
+    a, b = text.split(":", 1)
+    parsed = []
+    for side in (a, b):
+        if not side.strip():
+            parsed.append(None)
+            continue
+        m = _TIME_RE.match(side)
+        if not m:
+            raise PlotArgError(f"--window {text!r}: {side!r} is not a time (a number, optionally with ns/us/ms)")
+        parsed.append((float(m.group(1)), m.group(2)))
+    units = {u for p in parsed if p is not None for u in [p[1]] if u is not None}
+    default_unit = units.pop() if len(units) == 1 else None   # "2:6us" means 2us:6us
+    w = []
+    for p, edge in zip(parsed, extent, strict=True):
+        if p is None:
+            w.append(edge)
+        else:
+            w.append(p[0] * _UNIT_NS[p[1] if p[1] is not None else default_unit])
+    if not w[1] > w[0]:
+        raise PlotArgError(f"--window {text!r} is empty: the end must be after the start")
+    return (w[0], w[1])
+
+
+def parse_sm_list(text: str) -> list[int] | None:
+    """``"0,1,4-7"`` -> [0, 1, 4, 5, 6, 7]; ``"all"`` -> None (every SM)."""
+    if text.strip().lower() == "all":
+        return None
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if hi < lo:
+                raise PlotArgError(f"--sms {text!r}: range {part!r} runs backwards")
+            out += list(range(lo, hi + 1))
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            raise PlotArgError(f"--sms {text!r}: {part!r} is not an SM number or a range like 0-7")
+    if not out:
+        raise PlotArgError(f"--sms {text!r}: no SMs given")
+    return out
+
+
+# -- running --------------------------------------------------------------------------------
+def _load(path: str):
+    from simulator.trace import Trace
+
+    p = Path(path)
+    if not p.exists():
+        raise PlotArgError(f"trace file {path!r} does not exist")
+    if p.is_dir():
+        raise PlotArgError(f"trace file {path!r} is a directory")
+    return Trace.load(p)
+
+
+def _simulate(args, sms: list[int] | None):
+    try:
+        from simulator.engine import simulate
+    except ImportError as e:
+        raise PlotArgError(f"no trace given and the simulator is not available to make one ({e}); "
+                           "pass a trace file (.npz)") from None
+    from simulator.arch import get_arch
+    from simulator.config import Sm90GemmConfig, Sm100GemmConfig
+
+    arch = get_arch(args.arch or "b200")
+    cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
+    kw = {k: v for k, v in (("m", args.plot_m), ("n", args.plot_n), ("k", args.plot_k)) if v is not None}
+    cfg = cls(**kw)
+    print(f"simulating {cfg.m}x{cfg.n}x{cfg.k} on {arch.name} ...", file=sys.stderr)
+    res = simulate(cfg, arch, trace=True, trace_sms=sms)
+    if res.trace is None or len(res.trace) == 0:
+        raise PlotArgError("the simulation produced no trace")
+    return res.trace
+
+
+def _output(args, what: str) -> Path:
+    out = Path(args.output or _DEFAULT_OUT.get(what, f"wsim_{what}.png"))
+    suffixes = "".join(out.suffixes[-2:]).lower()
+    if what == "perfetto":
+        if not (suffixes.endswith(".json") or suffixes.endswith(".json.gz")):
+            raise PlotArgError(f"-o {str(out)!r}: --what perfetto writes .json or .json.gz")
+    elif out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise PlotArgError(f"-o {str(out)!r}: --what {what} writes .png, .svg or .pdf "
+                           "(use --what perfetto for .json)")
+    if out.parent and not out.parent.exists():
+        raise PlotArgError(f"-o {str(out)!r}: directory {str(out.parent)!r} does not exist")
+    return out
+
+
+def _labels(args, paths: list[str], traces: list) -> tuple[str, str]:
+    if args.labels:
+        parts = [x.strip() for x in args.labels.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise PlotArgError(f"--labels {args.labels!r}: give two names, e.g. simulated,measured")
+        return (parts[0], parts[1])
+    srcs = [str(t.meta.get("source", "")) for t in traces]
+    if len(set(srcs)) == 2 and all(srcs):
+        return (srcs[0], srcs[1])
+    stems = [Path(p).stem for p in paths] if paths else ["a", "b"]
+    return (stems[0], stems[1])
+
+
+def run_plot(args) -> int:
+    """Run ``wsim plot`` with parsed ``args``; returns the exit code (2 on bad input)."""
+    from simulator.breakdown import SelectionError
+    from simulator.trace import TraceFormatError
+
+    try:
+        return _run(args)
+    except (PlotArgError, SelectionError, TraceFormatError) as e:
+        print(f"wsim plot: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # ConfigError from the simulator, matplotlib save errors, ...
+        name = type(e).__name__
+        if name in ("ConfigError",) or isinstance(e, (OSError, ValueError)):
+            print(f"wsim plot: error: {e}", file=sys.stderr)
+            return 2
+        raise
+
+
+def _run(args) -> int:
+    from simulator import plots
+    from simulator.breakdown import check_sms, role_breakdown, trace_extent
+    from simulator.perfetto import to_perfetto, write_json
+
+    what = args.what
+    if what is not None and what not in WHATS:
+        raise PlotArgError(f"--what {what!r}: not one of {', '.join(WHATS)}")
+    if len(args.traces) > 2:
+        raise PlotArgError(f"{len(args.traces)} traces given: plot takes one, or two to compare")
+    what = what or ("compare" if len(args.traces) == 2 else "overview")
+    if what == "compare" and len(args.traces) != 2:
+        raise PlotArgError(f"--what compare needs two trace files (got {len(args.traces)})")
+    if what != "compare" and len(args.traces) == 2:
+        raise PlotArgError(f"--what {what} takes one trace (got 2); use --what compare for two")
+    sms = parse_sm_list(args.sms) if args.sms else None
+    out = _output(args, what)
+
+    traces = [_load(p) for p in args.traces] or [_simulate(args, sms)]
+    for t, p in zip(traces, args.traces or ["simulation"], strict=True):
+        if len(t) == 0:
+            raise PlotArgError(f"trace {p!r} has no spans")
+    tr = traces[0]
+    window = None
+    if args.window:
+        ext = (min(trace_extent(t)[0] for t in traces), max(trace_extent(t)[1] for t in traces))
+        window = parse_window(args.window, ext)
+    if sms is not None and what != "compare":
+        check_sms(tr, sms)
+
+    if what == "overview":
+        if window is not None:
+            print("wsim plot: note: --window is ignored by the overview (it picks start, steady state and tail); "
+                  "use --what timeline", file=sys.stderr)
+        plots.plot_overview(tr, out, sms=sms)
+    elif what == "timeline":
+        plots.plot_timeline(tr, sms=sms, window_ns=window, path=out)
+    elif what == "occupancy":
+        plots.plot_stage_occupancy(tr, args.pipeline, sms=sms, window_ns=window, path=out)
+    elif what == "stalls":
+        bd = role_breakdown(tr, sms=sms, window_ns=window, per_sm=args.per_sm)
+        plots.plot_stall_breakdown(bd, path=out)
+        print(bd.to_text())
+    elif what == "compare":
+        labels = _labels(args, args.traces, traces)
+        plots.plot_compare(traces[0], traces[1], labels, sms=sms, window_ns=window, path=out)
+    elif what == "perfetto":
+        if sms is None and args.sms is None and len(tr) > PERFETTO_ALL_SMS_LIMIT and window is None:
+            sms = plots.default_sms(tr)
+            print(f"wsim plot: note: the trace has {len(tr)} spans; keeping SMs {','.join(map(str, sms))} "
+                  "(use --sms all or a --window for more)", file=sys.stderr)
+        obj = to_perfetto(tr, sms=sms, t_window_ns=window)
+        write_json(obj, out)
+        n = sum(1 for e in obj["traceEvents"] if e["ph"] != "M")
+        print(f"wrote {out} ({n} events); open it in https://ui.perfetto.dev")
+        return 0
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="wsim plot", description=__doc__.split("\n\n")[0])
+    _add_arguments(p)
+    return run_plot(p.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
