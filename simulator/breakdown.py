@@ -209,15 +209,17 @@ class Breakdown:
         raise KeyError(f"no breakdown row for role {role!r} sm {sm}")
 
     def to_text(self) -> str:
-        """A fixed-width table (percent of window) for the CLI."""
+        """A fixed-width table (percent of window) for the CLI; ``in-flight%`` is the share of the
+        window with the role's work in flight (which can overlap its waits)."""
         bars = self.barriers()
-        head = ["role", "SMs", "busy%"] + [f"{b}%" for b in bars] + ["idle%"]
+        head = ["role", "SMs", "busy%"] + [f"{b}%" for b in bars] + ["idle%", "in-flight%"]
         lines = []
         for r in self.rows:
             name = r.role if r.sm is None else f"SM {r.sm} {r.role}"
             vals = [name, str(r.n_sms), f"{100 * r.fraction('busy'):.1f}"]
             vals += [f"{100 * r.fraction(b):.1f}" for b in bars]
             vals.append(f"{100 * r.fraction('idle'):.1f}")
+            vals.append(f"{100 * r.work_ns / r.window_ns if r.window_ns else 0.0:.1f}")
             lines.append(vals)
         widths = [max(len(h), *(len(v[i]) for v in lines)) if lines else len(h) for i, h in enumerate(head)]
 

@@ -113,6 +113,9 @@ class MBarrier:
             count -= take
             if self.pending == 0 and self.tx == 0:
                 self._complete_phase()
+                if count > 0 and round is not None:
+                    # These arrivals were meant for the phase that just completed.
+                    self._violation(who, round)
             elif count > 0:
                 # The phase still waits for bytes: surplus arrivals cannot move to the next phase
                 # before this one completes, so they are lost to it (in hardware, arriving on a

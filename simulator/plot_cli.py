@@ -144,7 +144,11 @@ def _simulate(args, sms: list[int] | None):
     kw = {k: v for k, v in (("m", args.plot_m), ("n", args.plot_n), ("k", args.plot_k)) if v is not None}
     cfg = cls(**kw)
     print(f"simulating {cfg.m}x{cfg.n}x{cfg.k} on {arch.name} ...", file=sys.stderr)
-    res = simulate(cfg, arch, trace=True, trace_sms=sms)
+    try:
+        res = simulate(cfg, arch, trace=True, trace_sms=sms)
+    except Exception as e:  # a config the model rejects, or a model bug: one line, not a traceback
+        raise PlotArgError(f"simulating {cfg.m}x{cfg.n}x{cfg.k} on {arch.name} failed: "
+                           f"{type(e).__name__}: {e}") from None
     if res.trace is None or len(res.trace) == 0:
         raise PlotArgError("the simulation produced no trace")
     return res.trace

@@ -175,3 +175,21 @@ def make_sm90_trace(n_sms: int = 1, tiles: int = 2, k_tiles: int = 3) -> Trace:
                 t += 100
             tr.add_ns(sm, 0, sm, "EpilogueLoad", "epi_load", t, t + 200, tile=(tile, 0, 0), stage=0)
     return tr
+
+
+_SIM_CACHE: dict = {}
+
+
+def simulated(m: int = 512, n: int = 512, k: int = 256, **cfg):
+    """A small simulated SM100 GEMM with its trace (cached); skips the test when the simulator is
+    not importable yet."""
+    import pytest
+
+    key = (m, n, k, tuple(sorted(cfg.items())))
+    if key not in _SIM_CACHE:
+        engine = pytest.importorskip("simulator.engine")
+        from simulator.arch import ArchSpec
+        from simulator.config import Sm100GemmConfig
+
+        _SIM_CACHE[key] = engine.simulate(Sm100GemmConfig(m=m, n=n, k=k, **cfg), ArchSpec.b200(), trace=True)
+    return _SIM_CACHE[key]

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import simpy
 
 from simulator.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
+from simulator.deadlock import barrier_stage
 from simulator.kernels.common import NUM_THREADS_PER_WARP, ConfigSnapshot, RoleBase, RunStats
 from simulator.knobs import ProtocolKnobs
 from simulator.mbarrier import ClusterBarrier, NamedBarrier, call_at
@@ -310,7 +311,7 @@ class MainloopLoad(Role):
             if ev is not None:
                 t0 = env.now
                 yield ev
-                self._waited("mainloop.empty", int(bar.name[-2]) if bar.name[-2].isdigit() else -1, t0)
+                self._waited("mainloop.empty", barrier_stage(bar.name), t0)
 
 
 class Mma(Role):

@@ -1,0 +1,705 @@
+"""SM90 TMA warp-specialized persistent GEMM (cooperative and ping-pong) as a SimPy model.
+
+Read this beside CUTLASS's ``sm90_gemm_tma_warpspecialized_cooperative.hpp`` /
+``sm90_gemm_tma_warpspecialized_pingpong.hpp`` (``operator()``), the collective
+``sm90_mma_tma_gmma_ss_warpspecialized.hpp`` (``load``, ``mma``, ``mma_tail``) and, for the
+epilogue, the hardware twin ``hw_kernels/sm90_gemm.py``: where the twin and CUTLASS differ, the
+model follows the twin (see "Differences" below). Each role class is one branch of the kernel's
+``warp_group_role`` / ``producer_warp_role`` chain, and each pipeline call is the kernel's call, in
+the kernel's order.
+
+Roles (one SimPy process per role per CTA; 384 threads = 3 warpgroups, one CTA per SM):
+
+* ``MainloopLoad`` (producer warpgroup, warp 0): TMA loads of A and B, one K-block per mainloop
+  stage, multicast across the cluster (A along the cluster row, B along the column).
+* ``EpilogueLoad`` (producer warpgroup, warp 2; only when C is read): TMA loads of C subtiles,
+  after the load-order barrier says the mainloop's first tile is issued.
+* ``Consumer0``, ``Consumer1`` (math warpgroups, 128 threads each, one process each): wgmma from
+  SMEM into register accumulators, then the epilogue of the same tile.
+  cooperative: both work on every tile, Consumer0 on rows [0, tile_m/2), Consumer1 on the rest;
+  both wait on the same full barrier, both release each stage, both run the epilogue (a named
+  barrier per subtile), Consumer0's warp 0 issues the TMA stores.
+  ping-pong: each owns whole tiles, alternately (Consumer1 starts at the CTA's second tile); the
+  math-order barrier makes their mainloops mutually exclusive and orders their epilogues, so one
+  runs its epilogue while the other runs its mainloop (Hopper's counterpart of Blackwell's
+  accumulator stages).
+
+Pipelines (producer -> consumer: what one stage carries):
+
+* mainloop ``PipelineTmaAsync``: MainloopLoad (arrive.expect_tx, TMA bytes) -> consumers (one
+  arrival per consumer warp, sent to every CTA whose multicast fed the stage): one K-block of A
+  (tile_m x tile_k) and B (tile_n x tile_k);
+* epi_load ``PipelineTransactionAsync`` (modelled as :class:`PipelineAsync` plus ``expect_tx`` on
+  the full barrier): EpilogueLoad (32 arrivals + C bytes) -> the consumers of the tile: one C subtile;
+* epilogue store (``PipelineTmaStore``, bulk async groups, no mbarrier): the store thread -> the TMA
+  unit: one D subtile, at most ``store_stages - 1`` in flight;
+* math_order ``OrderedSequenceBarrier<2, 2>`` (ping-pong only): Consumer0 <-> Consumer1;
+* load_order ``OrderedSequenceBarrier<1, 2>``: MainloopLoad -> EpilogueLoad;
+* epilogue.barrier (named barrier, the consumer threads of one tile): once per epilogue subtile.
+
+Steady state per role:
+
+* MainloopLoad: ``for tile: for k: mainloop.producer_acquire -> TMA A, TMA B (-> full[s]); [load_order
+  .arrive after the first tile]; next tile = linear + grid``; then ``producer_tail``.
+* EpilogueLoad: ``load_order.wait; for tile: for subtile: epi_load.producer_acquire -> TMA C ->
+  expect_tx -> producer_commit``; then ``producer_tail``.
+* Consumer (collective ``mma``, K_PIPE_MMAS = 1): ``[math_order.wait]; consumer_wait(0) -> wgmma(0)
+  -> commit; for k >= 1: consumer_wait(k) -> wgmma(k) -> commit -> wait_group(1) ->
+  consumer_release(k-1); [math_order.arrive]; mma_tail: wait_group(0) -> consumer_release(last);
+  [math_order.wait]; epilogue: for subtile: [epi_load.consumer_wait -> C to registers ->
+  consumer_release] -> convert -> stmatrix to SMEM -> (store thread) wait_group.read(store_stages-2)
+  -> named barrier -> (store thread) TMA store; [ping-pong: store_tail, math_order.arrive];
+  next tile = linear + grid (cooperative) or + 2 x grid (ping-pong)``.
+
+Timing. Time is in SM cycles. The tensor core of an SM is shared by both consumer warpgroups
+(``Cta.tc_free``, as the SM100 model's): a warpgroup's K-block batch is ``(rows/64) x (tile_k/k)``
+``wgmma m64nNk`` instructions, each ``max(2*64*N*k / mma_flops_per_clk_per_sm, SMEM operand bytes /
+smem_read_bytes_per_clk)`` cycles, completing ``mma_latency_cycles`` after its last instruction
+starts. The epilogue's register work (convert, stmatrix, C read) shares the SM's ALUs and SMEM
+port (``Cta.alu_free``). TMA loads and stores use the shared :class:`MemorySystem`.
+
+Differences from CUTLASS C++ (the model follows the hardware twin):
+
+* mainloop empty arrival counts use the CuTe-DSL convention (one arrival per consumer warp per
+  destination CTA, :func:`simulator.arrivals.sm90_arrival_counts` default); C++ arrives once per
+  warpgroup per destination (all 128 threads for a 1-CTA cluster). Timing is the same.
+* epilogue: one named barrier per subtile with the store thread's ``wait_group.read(store_stages-2)``
+  before it (the twin); C++ syncs twice per subtile and waits ``StagesD-1`` before writing SMEM.
+* with C and D of the same type, C++ reuses C's SMEM for D and releases a C stage only after the
+  store that reads it; the model releases it after C is read into registers (no such twin yet).
+* the scheduler is CUTLASS's (:class:`simulator.scheduler.TileRaster`, raster + swizzle); the twin's
+  own ``hw_kernels/schedule.py`` order differs for swizzle > 1.
+* at exit the store thread waits until its stores are *written* (the twin's ``wait_group 0``), so a
+  memory-bound run's makespan includes the last write.
+
+Every constant comes from :class:`simulator.arch.ArchSpec` or is a module-level :class:`Constant`
+below, and is listed by :meth:`Sm90Timing.constants_used` / ``timing.notes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+
+from simulator.arrivals import (
+    NUM_THREADS_PER_WARP,
+    NUM_THREADS_PER_WARPGROUP,
+    Sm90KernelFacts,
+    sm90_arrival_counts,
+    sm90_barrier_counts,
+)
+from simulator.constants import Constant
+from simulator.kernels.common import RoleBase, RunStats
+from simulator.knobs import ProtocolKnobs
+from simulator.mbarrier import MBarrier, NamedBarrier, call_at
+from simulator.memory import MemorySystem
+from simulator.pipeline import (
+    OrderedSequenceBarrier,
+    PipelineAsync,
+    PipelineParams,
+    PipelineState,
+    PipelineTmaAsync,
+    make_producer_start_state,
+)
+from simulator.scheduler import (
+    TileRaster,
+    WorkTileInfo,
+    cta_tile_coord,
+    mma_tile_in_problem,
+    static_grid_clusters,
+)
+
+#: The pipelines of this kernel that protocol knobs may change (arrival counts, start phase, releases).
+SM90_PIPELINES = ("mainloop", "epi_load")
+
+#: wgmma.mma_async: M is 64 rows per warpgroup instruction; K is 32 bytes of A/B per row
+#: (k16 for 16-bit, k32 for 8-bit, k8 for tf32) -- PTX ISA, "Asynchronous Warpgroup Level Matrix Shape".
+WGMMA_M = 64
+WGMMA_K_BYTES = 32
+#: CUTLASS sm90 collective mma: ``K_PIPE_MMAS = 1`` wgmma batch kept in flight (warpgroup_wait<1>).
+K_PIPE_MMAS = 1
+#: cutlass::OrderedSequenceBarrier<StagesPerMathWarpGroup=2, NumMmaWarpGroups=2> (ping-pong kernel).
+MATH_ORDER_DEPTH = 2
+NUM_MMA_WARPGROUPS = 2
+
+NAMED_BARRIER_SYNC = Constant(
+    "named_barrier_sync_cycles", 20, "cycles",
+    "not published: bar.sync of the consumer warpgroups ~ one shared-memory round trip", "estimate")
+
+MODULE_CONSTANTS: tuple[Constant, ...] = (NAMED_BARRIER_SYNC,)
+
+
+@dataclass(frozen=True)
+class Sm90Timing:
+    """Per-operation costs in cycles, derived from the arch constants and the config."""
+
+    wgmma_instr_cycles: float      # one wgmma m64nNk instruction on the SM's tensor core
+    wgmma_per_kblock: int          # instructions one consumer warpgroup issues per K-block
+    kblock_wg_cycles: float        # tensor-core time of one warpgroup's K-block batch
+    wgmma_drain_cycles: float      # completion latency beyond the last instruction's issue interval
+    epi_subtile_cycles: float      # one warpgroup's share of a subtile: convert + stmatrix (+ C read)
+    named_barrier_cycles: float
+    wake_latency: float
+    remote_latency: float
+    notes: tuple[str, ...]
+
+    @classmethod
+    def derive(cls, cfg, arch) -> Sm90Timing:
+        ab_bytes = max(1, cfg.bits_ab // 8)
+        instr_k = WGMMA_K_BYTES // ab_bytes
+        n = cfg.cta_tile_n
+        rate = arch.mma_flops_per_clk_per_sm.value * (arch.mma_fp8_factor.value if ab_bytes == 1 else 1.0)
+        smem_bw = arch.smem_read_bytes_per_clk.value
+        compute = 2.0 * WGMMA_M * n * instr_k / rate
+        # SS wgmma reads its A rows and all of B from SMEM; each warpgroup reads B on its own.
+        smem = (WGMMA_M + n) * instr_k * ab_bytes / smem_bw
+        instr = max(compute, smem)
+        coop = cfg.schedule == "cooperative"
+        rows = cfg.tile_m // NUM_MMA_WARPGROUPS if coop else cfg.tile_m
+        per_kblock = max(1, rows // WGMMA_M) * max(1, cfg.cta_tile_k // instr_k)
+        drain = max(0.0, arch.mma_latency_cycles.value - instr)
+        em, en = cfg.epi_tile
+        elems = em * en // (NUM_MMA_WARPGROUPS if coop else 1)
+        cvt = elems / arch.epilogue_convert_elems_per_clk.value
+        smem_w = elems * (cfg.bits_d / 8) / smem_bw
+        c_read = elems * (cfg.bits_c / 8) / smem_bw if cfg.read_c else 0.0
+        notes = (
+            f"wgmma m64n{n}k{instr_k}: {instr:.1f} cycles/instr ({'SMEM-operand' if smem > compute else 'math'} "
+            f"bound), {per_kblock} per warpgroup per K-block ({cfg.schedule}: {rows} rows per warpgroup)",
+            f"epilogue subtile {em}x{en}: {cvt + smem_w + c_read:.1f} cycles per warpgroup "
+            f"(convert {cvt:.1f} + stmatrix {smem_w:.1f}" + (f" + C read {c_read:.1f}" if c_read else "") + ")",
+        ) + tuple(f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in MODULE_CONSTANTS)
+        return cls(
+            wgmma_instr_cycles=instr,
+            wgmma_per_kblock=per_kblock,
+            kblock_wg_cycles=per_kblock * instr,
+            wgmma_drain_cycles=drain,
+            epi_subtile_cycles=cvt + smem_w + c_read,
+            named_barrier_cycles=NAMED_BARRIER_SYNC.value,
+            wake_latency=arch.mbarrier_arrive_latency_cycles.value,
+            remote_latency=arch.remote_arrive_latency_cycles.value,
+            notes=notes,
+        )
+
+    @staticmethod
+    def constants_used() -> tuple[str, ...]:
+        return ("sm_count", "clock_ghz", "mma_flops_per_clk_per_sm", "mma_fp8_factor", "mma_latency_cycles",
+                "smem_read_bytes_per_clk", "epilogue_convert_elems_per_clk", "hbm_bytes_per_s",
+                "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s", "l2_latency_cycles",
+                "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles", "remote_arrive_latency_cycles",
+                "launch_overhead_ns") + tuple(c.name for c in MODULE_CONSTANTS)
+
+
+class MathWarpGroupOrderBarrier:
+    """``cutlass::OrderedSequenceBarrier<SequenceDepth, SequenceLength>`` (ping-pong: <2, 2>).
+
+    ``Depth x Length`` mbarriers of ``group_size`` arrivals. Group ``g`` keeps its own stage
+    (a ``PipelineState<Depth>`` starting at index 0, phase 1 for group 0 so that its first wait
+    passes, phase 0 for the others); ``wait`` waits on barrier ``[stage.index][g]``, ``arrive``
+    arrives on ``[stage.index][(g + 1) % Length]`` and advances the stage. With Depth 2 the
+    ping-pong kernel's two waits per tile (before the mainloop, before the epilogue) use
+    barrier rows 0 and 1: mainloops alternate, and so do epilogues.
+    """
+
+    def __init__(self, env: simpy.Environment, name: str, cta: int, *, depth: int, length: int,
+                 group_size: int, wake_latency: float = 0.0):
+        self.depth = depth
+        self.length = length
+        owed = " / ".join(f"Consumer{(g + length - 1) % length} (x{group_size}) for Consumer{g}" for g in range(length))
+        self.barriers = [MBarrier(env, f"CTA{cta}/{name}[{i}]", group_size, owed_by=owed, wake_latency=wake_latency)
+                         for i in range(depth * length)]
+
+    def start_state(self, group_id: int) -> PipelineState:
+        return PipelineState(self.depth, 0, 1 if group_id == 0 else 0, 0)
+
+    def wait(self, stage: PipelineState, group_id: int, who: str) -> simpy.Event | None:
+        return self.barriers[stage.index * self.length + group_id].wait(stage.phase, who)
+
+    def arrive(self, stage: PipelineState, group_id: int, who: str, count: int) -> None:
+        signalling = (group_id + 1) % self.length
+        # The n-th arrival of group g on this barrier completes its phase n: round = count // depth.
+        self.barriers[stage.index * self.length + signalling].arrive(count, who=who, round=stage.round)
+        stage.advance()
+
+
+class Cluster:
+    """One resident cluster of the static persistent grid."""
+
+    def __init__(self, index: int, first_sm: int):
+        self.index = index
+        self.first_sm = first_sm
+        self.ctas: list[Cta] = []
+
+
+class Cta:
+    """One CTA's barrier storage, pipelines and per-SM resources."""
+
+    def __init__(self, kernel: Sm90GemmTmaWarpSpecialized, cluster: Cluster, rank: int):
+        k = self.kernel = kernel
+        cfg, env, knobs, t = k.cfg, k.env, k.knobs, k.timing
+        self.env = env
+        self.cluster = cluster
+        self.rank = rank
+        self.cx = rank % cfg.cluster_m          # block_id_in_cluster.x (M)
+        self.cy = rank // cfg.cluster_m         # block_id_in_cluster.y (N)
+        self.sm = cluster.first_sm + rank
+        wl, rl = t.wake_latency, t.remote_latency
+
+        def pp(name: str, stages: int, tx: int = 0) -> PipelineParams:
+            c = k.counts[name]
+            return PipelineParams(name, stages, knobs.count(name, "full", c.producer),
+                                  knobs.count(name, "empty", c.consumer), tx, k.owed[name][0], k.owed[name][1])
+
+        self.mainloop = PipelineTmaAsync(env, pp("mainloop", cfg.mainloop_stages, cfg.tma_transaction_bytes), rank,
+                                         wake_latency=wl, remote_latency=rl)
+        # PipelineTransactionAsync: plain arrivals both ways, the producer also posts C's bytes.
+        self.epi_load = PipelineAsync(env, pp("epi_load", cfg.epilogue_load_stages, cfg.epi_c_subtile_bytes), rank,
+                                      wake_latency=wl)
+        self.mainloop.rank = self.epi_load.rank = rank
+        bc = k.barrier_counts
+        self.load_order = OrderedSequenceBarrier(env, "load_order", bc["load_order"], rank)
+        self.epilogue_barrier = NamedBarrier(env, f"CTA{rank}/epilogue.barrier", bc["epilogue_named"],
+                                             owed_by="the consumer warpgroups of the tile (x128 each)")
+        self.math_order = (MathWarpGroupOrderBarrier(env, "math_order", rank, depth=MATH_ORDER_DEPTH,
+                                                     length=NUM_MMA_WARPGROUPS, group_size=bc["math_wg_order"],
+                                                     wake_latency=wl)
+                           if cfg.schedule == "pingpong" else None)
+        # Per-SM resources shared by the two consumer warpgroups: the tensor core, and the ALUs +
+        # SMEM port the epilogue's register work uses.
+        self.tc_free = 0.0
+        self.alu_free = 0.0
+        self.roles: list[Role] = []
+
+    def pipelines(self):
+        return (self.mainloop, self.epi_load)
+
+    def barriers(self) -> list:
+        out: list = self.mainloop.barriers() + self.epi_load.barriers()
+        out += [self.load_order.barrier, self.epilogue_barrier]
+        if self.math_order is not None:
+            out += self.math_order.barriers
+        return out
+
+
+class Role(RoleBase):
+    """An SM90 role: waits with bookkeeping, and the static scheduler's tile coordinates."""
+
+    def tile_of(self, work: WorkTileInfo) -> tuple[int, int, int]:
+        return cta_tile_coord(work, self.cta.rank, self.k.cfg)
+
+    def block(self, ev, barrier: str, stage: int, tile=None, k_block: int = -1):
+        """Yield ``ev`` (a barrier wait) if the wait is not already satisfied, and account it."""
+        if ev is not None:
+            t0 = self.env.now
+            yield ev
+            self._waited(barrier, stage, t0, tile, k_block)
+
+    def sleep_until(self, when: float, barrier: str, stage: int = -1, tile=None, k_block: int = -1):
+        """Block until ``when`` on something that is not an mbarrier (wgmma.wait_group, bulk groups)."""
+        now = self.env.now
+        if when > now:
+            yield self.env.timeout(when - now)
+            self._waited(barrier, stage, now, tile, k_block)
+
+
+def _advance(state: PipelineState, n: int) -> PipelineState:
+    """``state.advance(n)`` of the C++ PipelineState."""
+    for _ in range(n):
+        state.advance()
+    return state
+
+
+class MainloopLoad(Role):
+    name = "MainloopLoad"
+    threads = NUM_THREADS_PER_WARP
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg = k.cfg
+        pipe = cta.mainloop
+        state = make_producer_start_state(cfg.mainloop_stages, phase=k.knobs.start_phase("mainloop"))
+        tx = cfg.tma_transaction_bytes
+        do_load_order_arrive = True
+        work = k.initial_work(cta.cluster)
+        while work.is_valid:
+            tile = self.tile_of(work)
+            t_tile = env.now
+            for kb in range(cfg.k_tiles):
+                ev = pipe.producer_acquire(state, self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("mainloop.empty", state.index, t0, tile, kb)
+                # producer_acquire's second half: the leader thread's arrive.expect_tx on full[s].
+                pipe.producer_acquire_expect(state, self.who, True)
+                self.stats.tx_expected += tx
+                k.issue_mainloop_tma(cta, tile, kb, state.index, self)
+                pipe.producer_commit(state, self.who)   # no-op: the TMA bytes complete the phase
+                state.advance()
+            self.span("tile", t_tile, env.now, tile=tile)
+            # Signal the epilogue load warp once the first tile's loads are issued.
+            if do_load_order_arrive:
+                cta.load_order.arrive(self.who, self.threads)
+                do_load_order_arrive = False
+            work = k.next_work(work, 1)
+        # load_tail: every stage released once more, so no peer still arrives on our barriers.
+        for bar, ev in pipe.producer_tail_waits(state, self.who):
+            yield from self.block(ev, "mainloop.empty", int(bar.name.rsplit("[", 1)[1][:-1]))
+
+
+class EpilogueLoad(Role):
+    name = "EpilogueLoad"
+    threads = NUM_THREADS_PER_WARP
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg = k.cfg
+        pipe = cta.epi_load
+        state = make_producer_start_state(cfg.epilogue_load_stages, phase=k.knobs.start_phase("epi_load"))
+        nbytes = cfg.epi_c_subtile_bytes
+        do_load_order_wait = True
+        work = k.initial_work(cta.cluster)
+        while work.is_valid:
+            tile = self.tile_of(work)
+            if do_load_order_wait:
+                yield from self.block(cta.load_order.wait(self.who), "load_order", -1, tile)
+                do_load_order_wait = False
+            t_tile = env.now
+            for s in range(cfg.epi_subtiles):
+                ev = pipe.producer_acquire(state, self.who)
+                if ev is not None:
+                    t0 = env.now
+                    yield ev
+                    self._waited("epi_load.empty", state.index, t0, tile, s)
+                k.issue_c_load(cta, tile, s, state.index, self)
+                # producer_expect_transaction, then producer_commit: every lane of the warp arrives.
+                pipe.full[state.index].expect_tx(nbytes)
+                self.stats.tx_expected += nbytes
+                pipe.producer_commit(state, self.who, self.threads)
+                state.advance()
+            self.span("tile", t_tile, env.now, tile=tile)
+            work = k.next_work(work, 1)
+        for bar, ev in pipe.producer_tail_waits(state, self.who):
+            yield from self.block(ev, "epi_load.empty", int(bar.name.rsplit("[", 1)[1][:-1]))
+
+
+class Consumer(Role):
+    """A math warpgroup (``Consumer0`` or ``Consumer1``): collective mma, mma_tail, epilogue."""
+
+    threads = NUM_THREADS_PER_WARPGROUP
+
+    def __init__(self, cta: Cta, wg: int):
+        self.name = f"Consumer{wg}"
+        self.wg = wg
+        super().__init__(cta)
+        k = self.k
+        cfg = k.cfg
+        self.pingpong = cfg.schedule == "pingpong"
+        # Who issues TMA stores: warp 0 of the tile's consumer threads (cooperative: Consumer0's).
+        self.issues_stores = self.pingpong or wg == 0
+        # Records the tile as done: every consumer in ping-pong, Consumer0 in cooperative.
+        self.records_tiles = self.pingpong or wg == 0
+        self.release_targets = k.mainloop_release_targets(cta)
+        # Mainloop empty arrivals per release per destination CTA: one per warp of this warpgroup
+        # (the count arrivals.py derives for the whole stage, split over its consumers and peers).
+        c = k.counts["mainloop"].consumer
+        wgs = NUM_MMA_WARPGROUPS if not self.pingpong else 1
+        self.release_count = max(1, c // (len(self.release_targets) * wgs))
+        # epi_load consumers: every thread of the warpgroup arrives (cooperative: 2 x 128 = 256).
+        self.stores: list[float] = []     # SMEM read-out times of stores possibly still reading
+        self.last_write = 0.0             # when the latest-finishing store is written
+
+    def run(self):
+        cta, k, env = self.cta, self.k, self.env
+        cfg = k.cfg
+        ml_state = PipelineState(cfg.mainloop_stages)
+        ld_state = PipelineState(cfg.epilogue_load_stages)
+        work = k.initial_work(cta.cluster)
+        step = 1
+        order = cta.math_order
+        order_state = None
+        if self.pingpong:
+            step = NUM_MMA_WARPGROUPS
+            order_state = order.start_state(self.wg)
+            if self.wg == 1:
+                # Consumer1 starts at the CTA's second tile, its pipeline states past Consumer0's.
+                work = k.next_work(work, 1)
+                _advance(ml_state, cfg.k_tiles)
+                _advance(ld_state, cfg.epi_subtiles)
+        while work.is_valid:
+            tile = self.tile_of(work)
+            t_tile = env.now
+            if order is not None:
+                # Order the two math warpgroups' mainloops one after the other.
+                yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
+            done_last, release = yield from self.mma(ml_state, tile)
+            if order is not None:
+                # Cue the other warpgroup's mainloop: its wgmma issue may start behind our last batch.
+                order.arrive(order_state, self.wg, self.who, self.threads)
+            # mma_tail: wait_group(0), then release the last stage.
+            yield from self.sleep_until(done_last, "mma.wait_group", release.index, tile, cfg.k_tiles - 1)
+            self.consumer_release(release)
+            self.span("acc_handoff", env.now, env.now, tile=tile, stage=release.index)
+            _advance(ml_state, cfg.k_tiles * step)
+            if order is not None:
+                # Order the epilogues: ours after the other warpgroup's previous one.
+                yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
+            yield from self.epilogue(tile, ld_state)
+            if order is not None:
+                # store_tail: the SMEM store buffers are shared, so drain ours before the other's epilogue.
+                if self.stores:
+                    yield from self.sleep_until(self.stores[-1], "epilogue.store_buffer", -1, tile)
+                    self._retire_stores()
+                order.arrive(order_state, self.wg, self.who, self.threads)
+                _advance(ld_state, cfg.epi_subtiles)
+            if self.records_tiles and mma_tile_in_problem(tile[0], tile[1], cfg):
+                self.stats.tiles_done.append((tile[0], tile[1], tile[2], 0))
+            self.span("tile", t_tile, env.now, tile=tile)
+            work = k.next_work(work, step)
+        if self.issues_stores:
+            # The store thread's final wait_group 0: every store written.
+            yield from self.sleep_until(self.last_write, "epilogue.store_drain")
+
+    # -- collective mma ---------------------------------------------------------------------
+    def mma(self, state: PipelineState, tile):
+        """``CollectiveMma::mma`` with K_PIPE_MMAS = 1: a generator returning (completion of the
+        last batch, the release state of the last stage)."""
+        cta, k, env = self.cta, self.k, self.env
+        t = k.timing
+        pipe = cta.mainloop
+        read = state.copy()
+        release = state.copy()
+        stats = self.stats
+        count_kblocks = self.records_tiles
+        prev_done = 0.0
+        for kb in range(k.cfg.k_tiles):
+            ev = pipe.consumer_wait(read, self.who)
+            if ev is not None:
+                t0 = env.now
+                yield ev
+                self._waited("mainloop.full", read.index, t0, tile, kb)
+            # warpgroup_arrive; wgmma x n; commit_group: the batch queues on the SM's tensor core.
+            now = env.now
+            start = cta.tc_free if cta.tc_free > now else now
+            end = start + t.kblock_wg_cycles
+            cta.tc_free = end
+            done = end + t.wgmma_drain_cycles
+            stats.tc_busy_cycles += t.kblock_wg_cycles
+            if count_kblocks:
+                stats.mma_kblocks += 1
+            self.span("mma", now, done, tile=tile, k_block=kb, stage=read.index)
+            if kb >= K_PIPE_MMAS:
+                # warpgroup_wait<K_PIPE_MMAS>: the previous K-block's batch is complete ...
+                if prev_done > env.now:
+                    t0 = env.now
+                    yield env.timeout(prev_done - t0)
+                    self._waited("mma.wait_group", release.index, t0, tile, kb - 1)
+                # ... so its stage can go back to the producers (UNLOCK smem_pipe_release).
+                self.consumer_release(release)
+                release.advance()
+            prev_done = done
+            read.advance()
+        return prev_done, release
+
+    def consumer_release(self, state: PipelineState) -> None:
+        """PipelineTmaAsync::consumer_release: an arrival on the empty barrier of every CTA whose
+        multicast fed this stage (this CTA's cluster row and column)."""
+        if self.k.knobs.releases("mainloop"):
+            self.cta.mainloop.consumer_release_to(state, self.release_targets, self.who, self.release_count)
+
+    # -- epilogue ---------------------------------------------------------------------------
+    def epilogue(self, tile, ld_state: PipelineState):
+        """``CollectiveEpilogue::store`` as the hardware twin orders it, one subtile at a time."""
+        cta, k, env = self.cta, self.k, self.env
+        cfg, t = k.cfg, k.timing
+        release_ld = k.knobs.releases("epi_load")
+        allowed = max(0, cfg.epilogue_store_stages - 2)
+        for s in range(cfg.epi_subtiles):
+            t0 = env.now
+            if cfg.read_c:
+                ev = cta.epi_load.consumer_wait(ld_state, self.who)
+                if ev is not None:
+                    tw = env.now
+                    yield ev
+                    self._waited("epi_load.full", ld_state.index, tw, tile, s)
+                if release_ld:
+                    # C is in registers (its SMEM read is in epi_subtile_cycles): free the stage.
+                    cta.epi_load.consumer_release(ld_state, self.who, self.threads)
+                ld_state.advance()
+            # visit + convert + stmatrix into the store buffer, on the SM's ALUs and SMEM port.
+            now = env.now
+            start = cta.alu_free if cta.alu_free > now else now
+            end = start + t.epi_subtile_cycles
+            cta.alu_free = end
+            yield env.timeout(end - now)
+            if self.issues_stores:
+                # cp.async.bulk.wait_group.read(store_stages - 2): the buffer the next subtile writes is free.
+                self._retire_stores()
+                if len(self.stores) > allowed:
+                    need = self.stores[len(self.stores) - allowed - 1]
+                    yield from self.sleep_until(need, "epilogue.store_buffer", s % cfg.epilogue_store_stages, tile, s)
+                    self._retire_stores()
+            ev = cta.epilogue_barrier.arrive_and_wait(self.threads, self.who)
+            yield from self.block(ev, "epilogue.barrier", -1, tile, s)
+            yield env.timeout(t.named_barrier_cycles)
+            if self.issues_stores:
+                read_out, written = k.issue_store(cta, tile, s, self)
+                self.stores.append(read_out)
+                if written > self.last_write:
+                    self.last_write = written
+            self.span("epilogue", t0, env.now, tile=tile, k_block=s)
+
+    def _retire_stores(self) -> None:
+        """Forget stores whose SMEM read is done (read-out times grow in issue order)."""
+        now = self.env.now
+        st = self.stores
+        while st and st[0] <= now:
+            st.pop(0)
+
+
+class Sm90GemmTmaWarpSpecialized:
+    """The kernel: resident clusters of the static persistent grid, their CTAs and roles."""
+
+    def __init__(self, env: simpy.Environment, cfg, arch, memory: MemorySystem, *,
+                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None):
+        self.env = env
+        self.cfg = cfg
+        self.arch = arch
+        self.mem = memory
+        self.knobs = knobs or ProtocolKnobs()
+        self.knobs.check(SM90_PIPELINES)
+        self.trace = trace
+        self._trace_sms = None if trace_sms is None else frozenset(trace_sms)
+        self.timing = Sm90Timing.derive(cfg, arch)
+        self.facts = Sm90KernelFacts.from_config(cfg)
+        self.counts = sm90_arrival_counts(self.facts)
+        self.barrier_counts = sm90_barrier_counts(self.facts)
+        if cfg.schedule == "pingpong":
+            self.barrier_counts.setdefault("math_wg_order", NUM_THREADS_PER_WARPGROUP)
+        self.owed = _owed_by(cfg)
+        self.stats = RunStats()
+        self.raster = TileRaster.from_config(cfg, "static")
+        self.grid_clusters = self.raster.num_clusters
+        resident = static_grid_clusters(cfg, arch, self.grid_clusters)
+        self.clusters: list[Cluster] = []
+        self.roles: list[Role] = []
+        for ci in range(resident):
+            cl = Cluster(ci, ci * cfg.cluster_size)
+            self.clusters.append(cl)
+            cl.ctas = [Cta(self, cl, r) for r in range(cfg.cluster_size)]
+            for p in ("mainloop", "epi_load"):
+                peers = [getattr(c, p) for c in cl.ctas]
+                for c in cl.ctas:
+                    getattr(c, p).peers = peers
+        for cl in self.clusters:
+            for c in cl.ctas:
+                roles: list[Role] = [MainloopLoad(c)]
+                if cfg.read_c:
+                    roles.append(EpilogueLoad(c))
+                roles += [Consumer(c, 0), Consumer(c, 1)]
+                c.roles = roles
+                self.roles += roles
+        for r in self.roles:
+            env.process(r.process())
+
+    # -- scheduling -----------------------------------------------------------------------
+    def traced(self, sm: int) -> bool:
+        return self._trace_sms is None or sm in self._trace_sms
+
+    def initial_work(self, cluster: Cluster) -> WorkTileInfo:
+        return self.raster.work(cluster.index)
+
+    def next_work(self, work: WorkTileInfo, advance_count: int) -> WorkTileInfo:
+        """``advance_to_next_work(advance_count)``: linear id + advance_count x grid, then
+        ``get_current_work`` (invalid past the padded grid)."""
+        return self.raster.work(work.linear + advance_count * len(self.clusters))
+
+    # -- data movement --------------------------------------------------------------------
+    def mainloop_release_targets(self, cta: Cta) -> list[int]:
+        """CTAs whose TMA multicast feeds this CTA's stages: its cluster row (A) and column (B)."""
+        cfg = self.cfg
+        out = {cta.cx + cy * cfg.cluster_m for cy in range(cfg.cluster_n)}
+        out |= {cx + cta.cy * cfg.cluster_m for cx in range(cfg.cluster_m)}
+        return sorted(out)
+
+    def issue_mainloop_tma(self, cta: Cta, tile, kb: int, stage: int, role: Role) -> None:
+        """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to
+        its cluster row (same m), and its 1/cluster_m slice of B, multicast to its column (same n).
+        Each slice's bytes complete-tx on the full barrier of every receiving CTA."""
+        cfg, mem, env = self.cfg, self.mem, self.env
+        now = env.now
+        m_tile, n_tile, l_idx = tile
+        a_slice = cfg.a_stage_bytes_per_cta // cfg.cluster_n
+        b_slice = cfg.b_stage_bytes_per_cta // cfg.cluster_m
+        # TMA zero-fills out-of-bounds rows: they cost no memory traffic but still count as bytes.
+        a_bytes = _in_bounds(a_slice, cfg.m - m_tile * cfg.tile_m, cfg.tile_m)
+        b_bytes = _in_bounds(b_slice, cfg.n - n_tile * cfg.cta_tile_n, cfg.cta_tile_n)
+        land = max(mem.load(now, ("A", l_idx, m_tile, kb, cta.cy), a_bytes),
+                   mem.load(now, ("B", l_idx, n_tile, kb, cta.cx), b_bytes))
+        ctas = cta.cluster.ctas
+        a_dst = [ctas[cta.cx + cy * cfg.cluster_m] for cy in range(cfg.cluster_n)]
+        b_dst = [ctas[cx + cta.cy * cfg.cluster_m] for cx in range(cfg.cluster_m)]
+        stats = self.stats
+
+        def landed() -> None:
+            for c in a_dst:
+                c.mainloop.full[stage].complete_tx(a_slice)
+            for c in b_dst:
+                c.mainloop.full[stage].complete_tx(b_slice)
+            stats.tx_landed += a_slice * len(a_dst) + b_slice * len(b_dst)
+        call_at(env, land - now, landed)
+        role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
+
+    def issue_c_load(self, cta: Cta, tile, s: int, stage: int, role: Role) -> None:
+        cfg, env = self.cfg, self.env
+        now = env.now
+        nbytes = cfg.epi_c_subtile_bytes
+        land = self.mem.load(now, ("C", tile[2], tile[0], tile[1], s), nbytes)
+        bar = cta.epi_load.full[stage]
+        stats = self.stats
+
+        def landed() -> None:
+            bar.complete_tx(nbytes)
+            stats.tx_landed += nbytes
+        call_at(env, land - now, landed)
+        role.span("epi_load", now, land, tile=tile, k_block=s, stage=stage)
+
+    def issue_store(self, cta: Cta, tile, s: int, role: Role) -> tuple[float, float]:
+        """A TMA store of one D subtile: returns (SMEM read out, bytes written)."""
+        cfg, arch, now = self.cfg, self.arch, self.env.now
+        nbytes = cfg.epi_d_subtile_bytes
+        smem_read = now + nbytes / arch.smem_read_bytes_per_clk.value + arch.tma_issue_overhead_cycles.value
+        done = self.mem.store(now, nbytes)
+        role.span("tma_store", now, done, tile=tile, k_block=s, stage=s % cfg.epilogue_store_stages)
+        return smem_read, max(done, smem_read)
+
+    # -- results --------------------------------------------------------------------------
+    def all_barriers(self):
+        for cl in self.clusters:
+            for c in cl.ctas:
+                yield from c.barriers()
+
+    def unfinished_roles(self) -> list[Role]:
+        return [r for r in self.roles if not r.done]
+
+
+def _in_bounds(nbytes: int, extent_left: int, tile_extent: int) -> int:
+    """Bytes of a box of ``tile_extent`` rows that lie inside the problem (``extent_left`` rows remain)."""
+    rows = min(tile_extent, max(0, extent_left))
+    return nbytes * rows // tile_extent
+
+
+def _owed_by(cfg) -> dict[str, tuple[str, str]]:
+    """Who owes the arrivals of each pipeline's full and empty barriers (for deadlock reports)."""
+    consumers = "Consumer0 + Consumer1" if cfg.schedule == "cooperative" else "the tile's consumer warpgroup"
+    mc = cfg.cluster_m + cfg.cluster_n - 1
+    return {
+        "mainloop": (f"MainloopLoad (arrive.expect_tx) + TMA bytes from the {cfg.cluster_size}-CTA cluster's multicast",
+                     f"{consumers}: one arrival per warp from each of the {mc} CTA(s) in this CTA's cluster "
+                     "row and column"),
+        "epi_load": ("EpilogueLoad x32 (producer_commit) + TMA bytes of one C subtile", f"{consumers} (x128 each)"),
+    }
+
+
+__all__ = ["Sm90GemmTmaWarpSpecialized", "Sm90Timing", "MathWarpGroupOrderBarrier", "RunStats", "SM90_PIPELINES"]

@@ -1,0 +1,190 @@
+"""The SM100 seed model: exact protocol order on a tiny case, invariants, determinism, deadlocks."""
+
+import numpy as np
+import pytest
+
+from simulator.config import ConfigError, Sm100GemmConfig
+from simulator.engine import simulate
+from simulator.knobs import ProtocolKnobs
+
+TINY = dict(m=128, n=64, k=192, mma_tile_m=128, mma_tile_n=64, use_2sm=False, cluster_m=1, cluster_n=1,
+            mainloop_stages=2)
+
+
+def _events(trace, role):
+    c = trace.where(role=role).columns()
+    order = np.lexsort((c["end_cycle"], c["start_cycle"]))
+    return [(str(c["kind"][i]), int(c["k_block"][i]), int(c["stage"][i]), str(c["barrier"][i])) for i in order]
+
+
+def test_tiny_case_exact_protocol_order():
+    """One CTA, one 128x64 tile, 3 K-blocks through 2 mainloop stages, 2 epilogue subtiles."""
+    r = simulate(Sm100GemmConfig(**TINY), trace=True)
+    assert r.ok
+    tr = r.trace
+    # MainloopLoad: two stages free at start, the third K-block waits for stage 0's MMA commit,
+    # then load_tail waits for both stages to be released again.
+    assert [e for e in _events(tr, "MainloopLoad") if e[0] != "tile"] == [
+        ("tma_load", 0, 0, ""), ("tma_load", 1, 1, ""),
+        ("wait", 2, 0, "mainloop.empty"),
+        # issued at the same cycle: the K-block-2 load and the start of load_tail's wait on stage 1
+        # (spans sort by start, then end)
+        ("wait", -1, 1, "mainloop.empty"), ("tma_load", 2, 0, ""),
+        ("wait", -1, 0, "mainloop.empty"),
+    ]
+    # MMA: gets its next tile from CLC (none left), waits for each K-block, hands the accumulator off,
+    # and in its tail waits for the epilogue to free the accumulator stage.
+    mma = [e for e in _events(tr, "MMA") if e[0] != "tile"]
+    assert mma == [
+        ("wait", -1, 0, "clc.full"), ("wait", 0, 0, "mainloop.full"), ("mma", 0, 0, ""),
+        ("wait", 2, 0, "mainloop.full"), ("mma", 1, 1, ""), ("mma", 2, 0, ""),
+        ("wait", -1, -1, "accumulator.empty"), ("acc_handoff", -1, 0, ""),
+    ]
+    epi = [e for e in _events(tr, "Epilogue") if e[0] != "tile"]
+    assert epi == [
+        ("wait", -1, 0, "clc.full"), ("wait", -1, 0, "accumulator.full"),
+        ("epilogue", 0, 0, ""), ("epilogue", 1, 0, ""), ("tma_store", 0, -1, ""), ("acc_handoff", -1, 0, ""),
+        # store_tail waits from the last store's issue until it has read SMEM
+        ("wait", -1, -1, "epi_store"), ("tma_store", 1, -1, ""),
+    ]
+    # Timing facts: the first MMA starts when its K-block lands; one K-block = 4 tcgen05.mma
+    # 128x64x16 at 48 cycles (SMEM-operand bound) plus the completion latency beyond the issue.
+    loads = tr.where(role="MainloopLoad", kind="tma_load").columns()
+    mmas = tr.where(role="MMA", kind="mma").columns()
+    assert mmas["start_cycle"][0] == pytest.approx(loads["end_cycle"][0] + r.arch.mbarrier_arrive_latency_cycles.value)
+    assert mmas["end_cycle"][0] - mmas["start_cycle"][0] == pytest.approx(4 * 48 + 264 - 48)
+    # The second K-block queues behind the first on the tensor core.
+    assert mmas["start_cycle"][1] == pytest.approx(mmas["start_cycle"][0] + 4 * 48)
+
+
+CONFIGS = [
+    dict(m=1024, n=1024, k=512),                                                   # 2-SM 256x256, cluster 2x1
+    dict(m=1000, n=1000, k=512),                                                   # ragged edges
+    dict(m=1024, n=768, k=256, tile_scheduler="static"),
+    dict(m=1024, n=1024, k=256, swizzle=4, raster="m"),
+    dict(m=512, n=1024, k=256, cluster_m=2, cluster_n=2),                          # multicast A and B
+    dict(m=512, n=512, k=256, use_2sm=False, mma_tile_m=128, mma_tile_n=128, cluster_m=1, cluster_n=1),
+    dict(m=512, n=512, k=256, use_2sm=False, mma_tile_m=128, mma_tile_n=256, cluster_m=2, cluster_n=2),
+    dict(m=1024, n=1024, k=256, read_c=True),
+    dict(m=1024, n=512, k=256, overlapping_accum=True, accumulator_stages=1, use_2sm=False, mma_tile_m=128,
+         cluster_m=1, cluster_n=2),
+    dict(m=512, n=512, k=512, dtype_ab="fp8e4m3", dtype_d="bf16"),
+    dict(m=2048, n=256, k=256, cluster_m=4, cluster_n=1, mainloop_stages=3, scheduler_stages=3),
+]
+
+
+@pytest.mark.parametrize("kw", CONFIGS, ids=[str(i) for i in range(len(CONFIGS))])
+def test_invariants(kw):
+    r = simulate(Sm100GemmConfig(**kw))
+    assert r.deadlock is None and r.violation_count == 0
+    once, more = r.tile_check()
+    assert more == 0, "a tile was computed twice"
+    assert once == r.tiles_expected, "every output tile (half) computed exactly once"
+    assert r.tx_expected == r.tx_landed, "TMA bytes expected equal bytes landed"
+    assert r.hbm_read_bytes + r.hbm_write_bytes >= r.compulsory_bytes * 0.999
+    cfg = r.config
+    assert r.hbm_write_bytes == cfg.m * cfg.n * cfg.l * cfg.bits_d // 8 or cfg.m % 128 or cfg.n % 32
+    assert 0 < r.tensor_core_utilization <= 1.0 + 1e-9
+
+
+def test_determinism_identical_traces():
+    cfg = Sm100GemmConfig(m=512, n=512, k=256)
+    a = simulate(cfg, trace=True).trace.columns()
+    b = simulate(cfg, trace=True).trace.columns()
+    for col in a:
+        assert np.array_equal(a[col], b[col]), col
+
+
+def test_seed_counts_never_deadlock_on_a_grid():
+    """The seed's own arrival counts complete on an explicit grid of valid configs."""
+    for use_2sm, tile_m, cm in ((True, 256, 2), (False, 128, 1), (False, 128, 2)):
+        for cn in (1, 2):
+            for sched in ("clc", "static"):
+                for read_c in (False, True):
+                    cfg = Sm100GemmConfig(m=768, n=640, k=256, use_2sm=use_2sm, mma_tile_m=tile_m, mma_tile_n=128,
+                                          cluster_m=cm, cluster_n=cn, tile_scheduler=sched, read_c=read_c)
+                    r = simulate(cfg)
+                    assert r.deadlock is None and r.violation_count == 0, cfg
+                    assert r.tile_check() == (r.tiles_expected, 0), cfg
+
+
+def test_compute_bound_near_peak_and_memory_bound_near_hbm():
+    cfg = Sm100GemmConfig(m=4096, n=4096, k=4096)
+    big = simulate(cfg)
+    # The tensor-core bound with wave quantisation: 256 MMA tiles on 74 SM pairs -> 4 waves.
+    pairs = 148 // 2
+    waves = -(-big.config.num_output_tiles // pairs)
+    kblock = 4 * 128  # 4 tcgen05.mma 256x256x16 per K-block at 128 cycles each
+    bound = waves * big.config.k_tiles * kblock
+    assert bound <= big.cycles < 1.1 * bound
+    thin = simulate(Sm100GemmConfig(m=128, n=8192, k=8192, use_2sm=False, mma_tile_m=128, mma_tile_n=256,
+                                    cluster_m=1, cluster_n=1))
+    achieved = thin.hbm_bytes / ((thin.time_ns - thin.launch_overhead_ns) * 1e-9)
+    assert achieved > 0.5 * thin.arch.hbm_bytes_per_s.value
+
+
+def test_producer_wrong_phase_deadlocks_with_cycle():
+    r = simulate(Sm100GemmConfig(m=512, n=512, k=256), knobs=ProtocolKnobs.make(producer_start_phase={"mainloop": 0}))
+    d = r.deadlock
+    assert d is not None
+    assert "mainloop.empty" in d.pipelines and "MainloopLoad" in d.roles
+    assert "mainloop.full" in d.pipelines and "MMA" in d.roles
+    assert d.cycle and {w.split("/")[1] for w in d.cycle} == {"MMA", "MainloopLoad"}
+    assert "DEADLOCK" in d.summary()
+
+
+def test_clc_count_without_cluster_factor():
+    """32 + 1 x 192 instead of 32 + 2 x 192 in a 2x1 cluster: the CLC empty barrier completes
+    phases early, so the Sched warp overwrites responses and finally waits for a phase no one will
+    complete."""
+    r = simulate(Sm100GemmConfig(m=4096, n=4096, k=512), knobs=ProtocolKnobs.make(arrival_counts={"clc.empty": 224}))
+    assert r.deadlock is not None
+    assert r.deadlock.pipelines == ["clc.empty"] and r.deadlock.roles == ["Sched"]
+    assert r.deadlock.suspects == ["clc.empty"]
+    assert r.violation_count > 0 and "clc.empty" in r.violations[0]
+
+
+def test_accumulator_count_without_2sm_factor():
+    r = simulate(Sm100GemmConfig(m=4096, n=4096, k=512),
+                 knobs=ProtocolKnobs.make(arrival_counts={"accumulator.empty": 128}))
+    assert r.deadlock is not None
+    assert "accumulator.empty" in r.deadlock.suspects
+    assert "MMA" in r.deadlock.roles
+    assert any("accumulator.empty" in v for v in r.violations)
+
+
+def test_small_count_is_a_race_even_without_deadlock():
+    """On a small problem the same wrong count finishes, but the violations are still reported."""
+    r = simulate(Sm100GemmConfig(m=1024, n=1024, k=256),
+                 knobs=ProtocolKnobs.make(arrival_counts={"accumulator.empty": 128}))
+    assert r.deadlock is None and r.violation_count > 0 and not r.ok
+
+
+def test_skipped_release_names_exited_owers():
+    r = simulate(Sm100GemmConfig(m=1024, n=1024, k=256), knobs=ProtocolKnobs.make(skip_release=("accumulator",)))
+    d = r.deadlock
+    assert d is not None and "accumulator.empty" in d.pipelines
+    assert any("Epilogue, which has already exited" in e for e in d.exited_owers)
+
+
+def test_one_stage_mainloop_does_not_deadlock_but_serialises():
+    """CUTLASS rejects Stages < 2 (static_assert); the protocol itself still completes with one
+    stage, because each acquire waits only for the previous K-block's MMA commit, which needs
+    nothing from the producer: the loads and MMAs just stop overlapping."""
+    with pytest.raises(ConfigError, match="mainloop_stages=1"):
+        simulate(Sm100GemmConfig(m=1024, n=1024, k=512, mainloop_stages=1))
+    one = simulate(Sm100GemmConfig(m=1024, n=1024, k=512, mainloop_stages=1), allow_protocol_experiments=True)
+    two = simulate(Sm100GemmConfig(m=1024, n=1024, k=512, mainloop_stages=2))
+    assert one.ok and one.tile_check() == (one.tiles_expected, 0)
+    assert one.cycles > 1.2 * two.cycles
+
+
+def test_clc_throttle_limits_queries_in_flight():
+    on = simulate(Sm100GemmConfig(m=2048, n=2048, k=256), trace=True)
+    off = simulate(Sm100GemmConfig(m=2048, n=2048, k=256), knobs=ProtocolKnobs.make(clc_throttle=False), trace=True)
+    assert on.ok and off.ok
+    # Without the throttle the Sched warp queries as soon as a stage is free: earlier queries.
+    q_on = on.trace.where(kind="clc_query").columns()["start_cycle"]
+    q_off = off.trace.where(kind="clc_query").columns()["start_cycle"]
+    assert len(q_on) == len(q_off)
+    assert np.median(q_off) < np.median(q_on)
