@@ -10,7 +10,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from . import records as R
-from .schedule import ceil_div
+from .schedule import StaticSchedule, ceil_div, static_schedule
 
 #: Persistent clusters that fit at once on an H200 (132 SMs), by cluster size, used when no GPU is
 #: there to ask (CPU compiles). On the GPU the DSL's HardwareInfo answers.
@@ -24,21 +24,25 @@ class KernelConfig:
     tile_m: int = 128
     tile_n: int = 256
     tile_k: int = 64
-    cluster_m: int = 1
+    cluster_m: int = 2
     cluster_n: int = 1
     schedule: str = "cooperative"
     mainloop_stages: int | None = None
-    raster: str = "along_m"
+    raster: str = "heuristic"
     swizzle: int = 1
-    epi_n: int = 32
-    store_stages: int = 4
+    epilogue_tile_n: int = 32
+    epilogue_store_stages: int = 4
     instrument: int = R.LEVEL_OFF
 
     def name(self) -> str:
         lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock"}[self.instrument]
         st = "" if self.mainloop_stages is None else f"_s{self.mainloop_stages}"
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
-                f"_{self.raster}_sw{self.swizzle}_e{self.epi_n}{st}{lvl}")
+                f"_r{self.raster[0]}_sw{self.swizzle}_e{self.epilogue_tile_n}{st}{lvl}")
+
+    def schedule_for(self, m: int, n: int) -> StaticSchedule:
+        return static_schedule(m, n, self.tile_m, self.tile_n, self.cluster_m, self.cluster_n, self.raster,
+                               self.swizzle)
 
     def asdict(self) -> dict:
         return asdict(self)
@@ -105,8 +109,9 @@ def compile_sm90(cfg: KernelConfig, dtype: str = "fp16", m: int = 512, n: int = 
         stream = cute.runtime.make_fake_stream()
     import cutlass
     opts = "--keep-ptx --keep-cubin" if keep else None
-    fn = cute.compile(kern, to_cute(a), to_cute(b), to_cute(c), to_cute(trace, 4), cutlass.Int32(8), mac,
-                      stream, options=opts)
+    sched = [cutlass.Int32(x) for x in cfg.schedule_for(m, n).kernel_args()]
+    fn = cute.compile(kern, to_cute(a), to_cute(b), to_cute(c), to_cute(trace, 4), cutlass.Int32(8), *sched,
+                      mac, stream, options=opts)
     ptx = ""
     try:
         ptx = fn.artifacts.PTX or ""
@@ -125,17 +130,15 @@ class Runner:
 
     def grid_ctas(self, m: int, n: int) -> int:
         cfg = self.c.config
-        tm, tn = ceil_div(m, cfg.tile_m), ceil_div(n, cfg.tile_n)
-        clusters = ceil_div(tm, cfg.cluster_m) * ceil_div(tn, cfg.cluster_n)
+        clusters = cfg.schedule_for(m, n).clusters
         return min(clusters, self.c.max_active_clusters) * cfg.cluster_m * cfg.cluster_n
 
     def capacity(self, m: int, n: int, k: int) -> int:
         cfg = self.c.config
-        tm, tn = ceil_div(m, cfg.tile_m), ceil_div(n, cfg.tile_n)
-        clusters = ceil_div(tm, cfg.cluster_m) * ceil_div(tn, cfg.cluster_n)
+        clusters = cfg.schedule_for(m, n).clusters
         p = min(clusters, self.c.max_active_clusters)
         tiles_per_cta = ceil_div(clusters, p)
-        return R.slice_capacity(tiles_per_cta, ceil_div(k, cfg.tile_k), cfg.tile_n // cfg.epi_n,
+        return R.slice_capacity(tiles_per_cta, ceil_div(k, cfg.tile_k), cfg.tile_n // cfg.epilogue_tile_n,
                                 cfg.instrument)
 
     def prepare(self, a, b, c):
@@ -154,7 +157,9 @@ class Runner:
             self._trace = torch.zeros(8, dtype=torch.int32, device=a.device)
         self.cap = cap
         self._stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-        self._args = (to_cute(a), to_cute(b), to_cute(c), to_cute(self._trace, 4), cutlass.Int32(cap),
+        self.schedule = self.c.config.schedule_for(m, n)
+        sched = [cutlass.Int32(x) for x in self.schedule.kernel_args()]
+        self._args = (to_cute(a), to_cute(b), to_cute(c), to_cute(self._trace, 4), cutlass.Int32(cap), *sched,
                       self._stream)
         return self
 

@@ -1,71 +1,119 @@
-"""The static persistent tile order of the hardware kernel, in plain Python (the kernel computes the
-same integers on the GPU; the SM90 model and the trace converter use this mirror).
+"""The static persistent tile order of the hardware kernel, in plain Python.
 
-Work is handed out per *cluster*: the output tiles are grouped into cluster tiles of
-``cluster_m x cluster_n`` CTA tiles. Persistent cluster ``p`` (of ``P`` launched) takes linear
-cluster ids ``p, p + P, p + 2P, ...``. A linear id ``c`` becomes a cluster coordinate (CUTLASS's
-SM90 raster + swizzle rule):
+The kernel computes the same integers on the GPU from four numbers the host passes per launch
+(:class:`StaticSchedule`); the SM90 model's ``simulator.scheduler.TileRaster(kind="static")`` follows
+the same rule (CUTLASS C++ ``PersistentTileSchedulerSm90``, tile_scheduler_params.h), and
+tests/test_hw_records.py checks that the two agree.
 
-* ``raster="along_m"``: the *major* dimension is M (consecutive ids walk down M), minor is N;
-  ``"along_n"`` swaps them.
-* ``swizzle = s``: ids come in groups of ``s`` along the minor dimension: ``offset = c % s``,
-  ``major = (c // s) % n_major``, ``minor = (c // s // n_major) * s + offset``. So the walk goes
-  down the major dimension in bands ``s`` clusters wide, which keeps ``s`` B (or A) panels hot in L2.
-* When ``n_minor`` is not a multiple of ``s``, the last band is narrower (``r = n_minor % s``) and
-  uses the same rule with ``s = r``; no id maps outside the problem (CUTLASS C++ pads instead).
-
-The CTA at ``(cta_m, cta_n)`` inside its cluster computes tile ``(major/minor -> cluster_m_idx *
-cluster_m + cta_m, cluster_n_idx * cluster_n + cta_n)``. A CTA whose tile lies past the problem edge
-(only when the tile count is not a multiple of the cluster shape) still runs its loads, which TMA fills
-with zeros, and its stores, which TMA clips: it must, since its peers multicast into it.
+* CTA tiles are counted and rounded up to the cluster shape: ``ctas_m = round_up(ceil(M / tile_m),
+  cluster_m)``, ``ctas_n`` likewise.
+* ``swizzle`` is CUTLASS's *max* swizzle size (1, 2, 4, 8); the one used is
+  ``s = 2**log_swizzle_size(ctas_m, ctas_n, swizzle)`` (8 if min(ctas) >= 6, 4 if >= 3, 2 if >= 2).
+* The cluster grid is padded to multiples of ``s`` clusters along both modes:
+  ``clusters_m = round_up(ctas_m, s * cluster_m) / cluster_m`` (``clusters_n`` likewise). Padded
+  work units are real work: their TMA loads read zeros past the edge and their stores are clipped.
+* ``raster``: "m" (AlongM: consecutive ids walk down M), "n", or "heuristic" (AlongM if the padded
+  CTA count along N exceeds the one along M, else AlongN).
+* Linear cluster id ``c`` -> ``offset = c % s``, ``extra = c // s``, ``major = extra % n_major``,
+  ``minor = (extra // n_major) * s + offset`` (``n_major`` = clusters along the raster's major mode);
+  AlongM: ``(cm, cn) = (major, minor)``, AlongN: ``(minor, major)``.
+* Persistent cluster ``p`` of ``P = min(clusters_m * clusters_n, max active clusters)`` takes
+  ``c = p, p + P, ...``; the CTA ``(x, y)`` of a cluster (rank ``x + y * cluster_m``) computes tile
+  ``(cm * cluster_m + x, cn * cluster_n + y)``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def cluster_coord(c: int, n_major: int, n_minor: int, swizzle: int) -> tuple[int, int]:
-    """(major, minor) cluster coordinate of linear cluster id ``c``."""
-    s = max(1, int(swizzle))
-    full_bands = n_minor // s
-    band_ids = s * n_major
-    if c < full_bands * band_ids:
-        offset = c % s
-        extra = c // s
-        return extra % n_major, (extra // n_major) * s + offset
-    r = n_minor - full_bands * s
-    c2 = c - full_bands * band_ids
-    return c2 // r, full_bands * s + c2 % r
+def round_up(a: int, b: int) -> int:
+    return ceil_div(a, b) * b
+
+
+def log_swizzle_size(ctas_m: int, ctas_n: int, max_swizzle: int) -> int:
+    """CUTLASS get_log_swizzle_size."""
+    d = min(ctas_m, ctas_n)
+    if max_swizzle >= 8 and d >= 6:
+        return 3
+    if max_swizzle >= 4 and d >= 3:
+        return 2
+    if max_swizzle >= 2 and d >= 2:
+        return 1
+    return 0
+
+
+@dataclass(frozen=True)
+class StaticSchedule:
+    """What the kernel needs per launch: the raster actually used, log2 of the swizzle, the cluster grid."""
+
+    raster: str          # "m" or "n" (resolved)
+    log_swizzle: int
+    clusters_m: int      # padded
+    clusters_n: int      # padded
+    cluster_m: int
+    cluster_n: int
+
+    @property
+    def swizzle(self) -> int:
+        return 1 << self.log_swizzle
+
+    @property
+    def clusters(self) -> int:
+        return self.clusters_m * self.clusters_n
+
+    @property
+    def n_major(self) -> int:
+        return self.clusters_m if self.raster == "m" else self.clusters_n
+
+    def cluster_coord(self, c: int) -> tuple[int, int]:
+        """(cluster index along M, along N) of linear cluster id ``c``."""
+        s = self.swizzle
+        offset, extra = c % s, c // s
+        major = extra % self.n_major
+        minor = (extra // self.n_major) * s + offset
+        return (major, minor) if self.raster == "m" else (minor, major)
+
+    def kernel_args(self) -> tuple[int, int, int, int]:
+        """(log_swizzle, n_major, clusters, raster_is_n) as the kernel takes them."""
+        return self.log_swizzle, self.n_major, self.clusters, int(self.raster == "n")
+
+
+def static_schedule(m: int, n: int, tile_m: int, tile_n: int, cluster_m: int = 1, cluster_n: int = 1,
+                    raster: str = "heuristic", swizzle: int = 1) -> StaticSchedule:
+    if raster not in ("m", "n", "heuristic"):
+        raise ValueError(f"raster={raster!r}: must be 'm', 'n' or 'heuristic'")
+    if swizzle not in (1, 2, 4, 8):
+        raise ValueError(f"swizzle={swizzle}: the max swizzle size must be 1, 2, 4 or 8")
+    ctas_m = round_up(ceil_div(m, tile_m), cluster_m)
+    ctas_n = round_up(ceil_div(n, tile_n), cluster_n)
+    log_s = log_swizzle_size(ctas_m, ctas_n, swizzle)
+    s = 1 << log_s
+    pbm, pbn = round_up(ctas_m, s * cluster_m), round_up(ctas_n, s * cluster_n)
+    if raster == "heuristic":
+        raster = "m" if pbn > pbm else "n"
+    return StaticSchedule(raster, log_s, pbm // cluster_m, pbn // cluster_n, cluster_m, cluster_n)
 
 
 def tile_order(m: int, n: int, tile_m: int, tile_n: int, cluster_m: int = 1, cluster_n: int = 1,
-               raster: str = "along_m", swizzle: int = 1,
+               raster: str = "heuristic", swizzle: int = 1,
                num_clusters: int | None = None) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """The tiles each CTA computes, in order: ``{(persistent_cluster, cta_rank): [(tile_m, tile_n), ...]}``.
 
-    ``cta_rank`` is the CTA's rank in its cluster (``cta_m + cta_n * cluster_m``). ``num_clusters``
-    is the number of persistent clusters launched (default: one per cluster tile).
+    ``num_clusters`` is the number of persistent clusters launched (default: one per cluster tile).
+    Tiles past the problem edge (cluster or swizzle padding) are listed: the kernel runs them.
     """
-    if raster not in ("along_m", "along_n"):
-        raise ValueError(f"raster={raster!r}: must be 'along_m' or 'along_n'")
-    tiles_m, tiles_n = ceil_div(m, tile_m), ceil_div(n, tile_n)
-    ncm, ncn = ceil_div(tiles_m, cluster_m), ceil_div(tiles_n, cluster_n)
-    total = ncm * ncn
-    n_major, n_minor = (ncm, ncn) if raster == "along_m" else (ncn, ncm)
+    sch = static_schedule(m, n, tile_m, tile_n, cluster_m, cluster_n, raster, swizzle)
+    total = sch.clusters
     p_count = total if num_clusters is None else min(total, num_clusters)
     out: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for p in range(p_count):
-        ids = range(p, total, p_count)
-        for cn in range(cluster_n):
-            for cm in range(cluster_m):
-                rank = cm + cn * cluster_m
-                tiles = []
-                for c in ids:
-                    major, minor = cluster_coord(c, n_major, n_minor, swizzle)
-                    km, kn = (major, minor) if raster == "along_m" else (minor, major)
-                    tiles.append((km * cluster_m + cm, kn * cluster_n + cn))
-                out[(p, rank)] = tiles
+        coords = [sch.cluster_coord(c) for c in range(p, total, p_count)]
+        for y in range(cluster_n):
+            for x in range(cluster_m):
+                out[(p, x + y * cluster_m)] = [(cm * cluster_m + x, cn * cluster_n + y) for cm, cn in coords]
     return out

@@ -71,7 +71,8 @@ class Sm90TmaWsGemm:
         one arrival per consumer warp of every CTA the loads are multicast into (8 x (cm + cn - 1)).
         With a cluster, the A tile is multicast along the cluster's N dimension and the B tile along
         its M dimension; each CTA issues 1/cluster_n of A and 1/cluster_m of B.
-      * epilogue store (PipelineTmaStore, ``store_stages`` SMEM buffers of tile_m x epi_n): the
+      * epilogue store (PipelineTmaStore, ``epilogue_store_stages`` SMEM buffers of tile_m x
+        ``epilogue_tile_n``): the
         consumers -> the TMA store unit, tracked with cp.async.bulk commit/wait_group.read.
       * epilogue named barrier (id 1, 256 threads): the two consumer warpgroups, once per subtile.
 
@@ -82,21 +83,22 @@ class Sm90TmaWsGemm:
       * Consumer, per tile: per K-block k: consumer_wait (full barrier) -> wgmma x (tile_k / 16)
         -> commit_group -> wgmma.wait_group(1) (K-block k-1 is done) -> consumer_release(k-1).
         After the last K-block: wait_group(0), release the last stage (accumulator ready). Epilogue,
-        per subtile j of tile_n / epi_n (running count g over all tiles, buffer g % store_stages):
+        per subtile j of tile_n / epilogue_tile_n (running count g over all tiles, buffer
+        g % epilogue_store_stages):
         registers -> convert -> stmatrix into the buffer -> fence.proxy.async; the store thread waits
-        cp.async.bulk.wait_group.read(store_stages - 2) (so that buffer (g+1) % store_stages is free
+        cp.async.bulk.wait_group.read(stages - 2) (so that buffer (g+1) % stages is free
         for the next subtile) -> named barrier -> store thread issues the TMA store and commits.
         At exit the store thread waits for all its stores (wait_group 0).
 
     Tile order: static persistent scheduler (hw_kernels/schedule.py): raster along M or N, swizzle.
     """
 
-    def __init__(self, tile_m: int = 128, tile_n: int = 256, tile_k: int = 64, cluster_m: int = 1,
+    def __init__(self, tile_m: int = 128, tile_n: int = 256, tile_k: int = 64, cluster_m: int = 2,
                  cluster_n: int = 1, schedule: str = "cooperative", mainloop_stages: int | None = None,
-                 raster: str = "along_m", swizzle: int = 1, epi_n: int = 32, store_stages: int = 4,
-                 instrument: int = R.LEVEL_OFF):
+                 raster: str = "heuristic", swizzle: int = 1, epilogue_tile_n: int = 32,
+                 epilogue_store_stages: int = 4, instrument: int = R.LEVEL_OFF):
         problems = self.config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster,
-                                        swizzle, epi_n, store_stages, instrument)
+                                        swizzle, epilogue_tile_n, epilogue_store_stages, instrument)
         if problems:
             raise ValueError("; ".join(problems))
         self.tile_m, self.tile_n, self.tile_k = tile_m, tile_n, tile_k
@@ -104,7 +106,9 @@ class Sm90TmaWsGemm:
         self.schedule = schedule
         self.mainloop_stages = mainloop_stages
         self.raster, self.swizzle = raster, swizzle
-        self.epi_n, self.store_stages = epi_n, store_stages
+        # raster and swizzle are resolved per problem on the host (hw_kernels/schedule.py) and passed
+        # to the kernel as integers; they are kept here for naming only.
+        self.epi_n, self.store_stages = epilogue_tile_n, epilogue_store_stages
         self.instrument = instrument
         self.acc_dtype = cutlass.Float32
         # Two consumer warpgroups stacked along M (64 rows each): the cooperative schedule.
@@ -153,9 +157,12 @@ class Sm90TmaWsGemm:
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, trace: cute.Tensor,
-                 trace_capacity: Int32, max_active_clusters: cutlass.Constexpr, stream):
+                 trace_capacity: Int32, log_swizzle: Int32, n_major: Int32, n_clusters: Int32,
+                 raster_n: Int32, max_active_clusters: cutlass.Constexpr, stream):
         """Launch on ``stream``: a (M, K), b (N, K), c (M, N), all row-major; ``trace`` an int32
-        buffer of ``ctas x 3 x trace_capacity x 8`` words (any size when instrument == 0)."""
+        buffer of ``ctas x 3 x trace_capacity x 8`` words (any size when instrument == 0);
+        ``log_swizzle, n_major, n_clusters, raster_n``: the problem's static schedule
+        (``hw_kernels.schedule.static_schedule(...).kernel_args()``)."""
         self.ab_dtype = a.element_type
         self.c_dtype = c.element_type
         if cutlass.const_expr(a.element_type != b.element_type):
@@ -176,11 +183,8 @@ class Sm90TmaWsGemm:
             self.epi_tile)
 
         # Persistent grid: (cluster_m, cluster_n, persistent clusters); never more clusters than
-        # cluster tiles, never more than fit on the GPU at once.
-        tiles_m = cute.ceil_div(c.shape[0], self.tile_m)
-        tiles_n = cute.ceil_div(c.shape[1], self.tile_n)
-        cluster_tiles = cute.ceil_div(tiles_m, self.cluster_m) * cute.ceil_div(tiles_n, self.cluster_n)
-        persistent = cutlass.min(cluster_tiles, max_active_clusters)
+        # work units, never more than fit on the GPU at once.
+        persistent = cutlass.min(n_clusters, max_active_clusters)
 
         @cute.struct
         class SharedStorage:
@@ -191,7 +195,8 @@ class Sm90TmaWsGemm:
 
         self.shared_storage = SharedStorage
         self.kernel(tma_a, gA_tma, tma_b, gB_tma, tma_c, gC_tma, self.tiled_mma, self.a_smem_staged,
-                    self.b_smem_staged, self.c_smem_staged, trace, trace_capacity, tiles_m, tiles_n).launch(
+                    self.b_smem_staged, self.c_smem_staged, trace, trace_capacity, log_swizzle, n_major,
+                    n_clusters, raster_n).launch(
             grid=(self.cluster_m, self.cluster_n, persistent),
             block=(self.threads, 1, 1),
             cluster=(self.cluster_m, self.cluster_n, 1),
@@ -204,7 +209,7 @@ class Sm90TmaWsGemm:
                tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                a_smem_staged: cute.ComposedLayout, b_smem_staged: cute.ComposedLayout,
                c_smem_staged: cute.ComposedLayout, trace: cute.Tensor, trace_capacity: Int32,
-               tiles_m: Int32, tiles_n: Int32):
+               log_swizzle: Int32, n_major: Int32, n_clusters: Int32, raster_n: Int32):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, bidy, bidz = cute.arch.block_idx()
         _, _, n_persistent = cute.arch.grid_dim()
@@ -273,10 +278,6 @@ class Sm90TmaWsGemm:
 
         pipeline.pipeline_init_wait(cluster_shape_mn=(self.cluster_m, self.cluster_n))
 
-        # Static persistent scheduler state (same integers in every role; hw_kernels/schedule.py).
-        ncm = (tiles_m + self.cluster_m - 1) // self.cluster_m
-        ncn = (tiles_n + self.cluster_n - 1) // self.cluster_n
-        n_clusters = ncm * ncn
 
         if wg == 0:
             cute.arch.setmaxregister_decrease(self.producer_regs)
@@ -287,7 +288,7 @@ class Sm90TmaWsGemm:
             tiles_done = Int32(0)
             c_id = bidz
             while c_id < n_clusters:
-                tm, tn = self._tile_of(c_id, ncm, ncn, bidx, bidy)
+                tm, tn = self._tile_of(c_id, log_swizzle, n_major, raster_n, bidx, bidy)
                 # (tma values, k_tiles) of this tile
                 tAgA_t = tAgA[(None, tm, None)]
                 tBgB_t = tBgB[(None, tn, None)]
@@ -373,7 +374,7 @@ class Sm90TmaWsGemm:
             sub_count = Int32(0)
             c_id = bidz
             while c_id < n_clusters:
-                tm, tn = self._tile_of(c_id, ncm, ncn, bidx, bidy)
+                tm, tn = self._tile_of(c_id, log_swizzle, n_major, raster_n, bidx, bidy)
                 tile_word = tm | (tn << 16)
                 t_tile0 = self._now(R.LEVEL_TILE)
                 gt_tile0 = self._gt_lo()
@@ -495,30 +496,17 @@ class Sm90TmaWsGemm:
         return cute.arch.globaltimer_lo() if self.instrument >= R.LEVEL_TILE else Int32(0)
 
     @cute.jit
-    def _tile_of(self, c_id: Int32, ncm: Int32, ncn: Int32, cta_m: Int32, cta_n: Int32):
-        """Tile (m, n) of linear cluster id ``c_id`` for this CTA (hw_kernels/schedule.py)."""
-        n_major = ncm
-        n_minor = ncn
-        if cutlass.const_expr(self.raster == "along_n"):
-            n_major = ncn
-            n_minor = ncm
-        s = self.swizzle
-        major = c_id % n_major
-        minor = c_id // n_major
-        if cutlass.const_expr(s > 1):
-            full_bands = n_minor // s
-            if c_id < full_bands * s * n_major:
-                extra = c_id // s
-                major = extra % n_major
-                minor = (extra // n_major) * s + c_id % s
-            else:
-                r = n_minor - full_bands * s
-                c2 = c_id - full_bands * s * n_major
-                major = c2 // r
-                minor = full_bands * s + c2 % r
+    def _tile_of(self, c_id: Int32, log_swizzle: Int32, n_major: Int32, raster_n: Int32, cta_m: Int32,
+                 cta_n: Int32):
+        """Tile (m, n) of linear cluster id ``c_id`` for this CTA (CUTLASS's SM90 static scheduler:
+        swizzle strips along the raster's minor mode; hw_kernels/schedule.py)."""
+        offset = c_id & ((1 << log_swizzle) - 1)
+        extra = c_id >> log_swizzle
+        major = extra % n_major
+        minor = ((extra // n_major) << log_swizzle) + offset
         cm = major
         cn = minor
-        if cutlass.const_expr(self.raster == "along_n"):
+        if raster_n != 0:
             cm = minor
             cn = major
         return cm * self.cluster_m + cta_m, cn * self.cluster_n + cta_n
@@ -570,8 +558,8 @@ class Sm90TmaWsGemm:
         trace[off + 7] = dropped
 
     @staticmethod
-    def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle, epi_n,
-                        store_stages, instrument) -> list[str]:
+    def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle,
+                        epilogue_tile_n, epilogue_store_stages, instrument) -> list[str]:
         """Rules of this kernel on its configuration (each broken rule named with its value)."""
         p = []
         if schedule != "cooperative":
@@ -587,14 +575,15 @@ class Sm90TmaWsGemm:
                 p.append(f"{name}={v}: must be 1, 2 or 4")
         if cluster_m * cluster_n > 4:
             p.append(f"cluster {cluster_m}x{cluster_n}: at most 4 CTAs (portable cluster size on sm_90)")
-        if raster not in ("along_m", "along_n"):
-            p.append(f"raster={raster!r}: must be 'along_m' or 'along_n'")
-        if swizzle < 1:
-            p.append(f"swizzle={swizzle}: must be >= 1")
-        if epi_n not in (16, 32, 64) or tile_n % epi_n:
-            p.append(f"epi_n={epi_n}: must be 16, 32 or 64 and divide tile_n={tile_n}")
-        if store_stages < 2:
-            p.append(f"store_stages={store_stages}: must be >= 2 (one buffer written while one is stored)")
+        if raster not in ("m", "n", "heuristic"):
+            p.append(f"raster={raster!r}: must be 'm', 'n' or 'heuristic'")
+        if swizzle not in (1, 2, 4, 8):
+            p.append(f"swizzle={swizzle}: the max swizzle size must be 1, 2, 4 or 8")
+        if epilogue_tile_n not in (16, 32, 64) or tile_n % epilogue_tile_n:
+            p.append(f"epilogue_tile_n={epilogue_tile_n}: must be 16, 32 or 64 and divide tile_n={tile_n}")
+        if epilogue_store_stages < 2:
+            p.append(f"epilogue_store_stages={epilogue_store_stages}: must be >= 2 (one buffer written "
+                     "while one is stored)")
         if instrument not in (R.LEVEL_OFF, R.LEVEL_TILE, R.LEVEL_KBLOCK):
             p.append(f"instrument={instrument}: must be 0 (off), 1 (tiles) or 2 (K-blocks)")
         return p

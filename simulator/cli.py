@@ -210,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"wsim: error: {e.filename or e}: no such file", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into head & co.
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -373,9 +373,11 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                 xr = [(a / 1e3, (c - a) / 1e3) for a, c in zip(s[kidx], e[kidx], strict=True) if c > a]
                 if is_tiles:
                     # Alternate shades so neighbouring tiles read as separate.
-                    order = np.argsort(s[kidx], kind="stable")
+                    order = kidx[np.argsort(s[kidx], kind="stable")]
+                    order = order[e[order] > s[order]]
                     for parity, shade in ((0, "#E3E3E3"), (1, "#C9C9C9")):
-                        sel = [xr_i for j, xr_i in enumerate(np.asarray(xr)[order].tolist()) if j % 2 == parity]
+                        o = order[parity::2]
+                        sel = list(zip((s[o] / 1e3).tolist(), ((e[o] - s[o]) / 1e3).tolist(), strict=True))
                         if sel:
                             ax.broken_barh(sel, (ty, th), facecolors=shade, linewidth=0, zorder=2)
                 else:

@@ -18,7 +18,7 @@ from simulator.breakdown import (
     sorted_roles,
 )
 from simulator.trace import COLUMNS, Trace
-from tests.trace_fixtures import make_sm100_trace, make_sm90_trace
+from tests.trace_fixtures import make_sm90_trace, make_sm100_trace
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +165,29 @@ def test_occupancy_from_counters_and_from_spans(fx):
     bare.extend_rows(zip(*(cols[k].tolist() for k in COLUMNS), strict=True))
     series2, src2 = occupancy_series(bare, "mainloop")
     assert src2 == "derived from spans"
-    for _sm, (t2, v2) in series2.items():
+    for _sm, (_t, v2) in series2.items():
         assert v2.max() == 2 and v2[-1] == 0
     assert occupancy_series(bare, "bogus") == ({}, "")
+
+
+@pytest.mark.parametrize("kw", [{}, dict(m=2048, n=2048, k=256, use_2sm=False, cluster_m=1, mma_tile_m=128,
+                                         mma_tile_n=128)], ids=["2sm-512", "1sm-2048"])
+def test_simulated_gemm_roles_never_do_two_things_at_once(kw):
+    from tests.trace_fixtures import simulated
+
+    tr = simulated(**kw).trace
+    c = tr.columns()
+    keys = set(zip(c["sm"].tolist(), c["role"].tolist(), strict=True))
+    for sm, role in keys:
+        m = (c["sm"] == sm) & (c["role"] == role)
+        w = m & (c["kind"] == "wait")
+        assert overlapping_pairs(c["start_ns"][w], c["end_ns"][w]) == 0, (sm, role)   # one barrier at a time
+        track, names = role_tracks(c["start_ns"][m], c["end_ns"][m], c["kind"][m], c["stage"][m])
+        for t in range(len(names)):
+            sel = (track == t) & (c["kind"][m] != "acc_handoff")
+            assert overlapping_pairs(c["start_ns"][m][sel], c["end_ns"][m][sel]) == 0, (sm, role, names[t])
+    bd = role_breakdown(tr, per_sm=True)
+    assert len(bd.rows) == len(keys)
+    for r in bd.rows:
+        assert r.overlap_ns == 0
+        assert r.busy_ns + r.wait_ns + r.idle_ns == pytest.approx(r.window_ns)

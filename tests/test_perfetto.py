@@ -175,3 +175,36 @@ def test_sm90_role_order():
 def test_validator_rejects(bad, msg):
     errs = validate_chrome_trace(bad)
     assert errs and any(msg in e for e in errs), errs
+
+
+# -- a small simulated GEMM (the lead's engine) ----------------------------------------------
+SIM_CONFIGS = [
+    {},                                                                  # 512x512x256, 2-SM MMA, 2x1 cluster
+    dict(m=2048, n=2048, k=256, use_2sm=False, cluster_m=1, mma_tile_m=128, mma_tile_n=128),
+]
+
+
+@pytest.mark.parametrize("kw", SIM_CONFIGS, ids=["2sm-512", "1sm-2048"])
+def test_simulated_gemm_span_counts_match_the_work(kw):
+    from tests.trace_fixtures import simulated
+
+    res = simulated(**kw)
+    assert res.ok
+    cfg = res.config
+    d = to_perfetto(res.trace)
+    assert validate_chrome_trace(d) == []      # includes: no partial overlap on any thread
+    got = Counter(e["cat"] for e in _spans(d))
+    tiles, k_tiles, pair = cfg.num_output_tiles, cfg.k_tiles, cfg.atom_thr_m
+    assert got["mma"] == tiles * k_tiles                         # MMA K-blocks on the leader CTAs
+    assert got["tma_load"] == tiles * pair * k_tiles             # each CTA of a pair loads its half
+    assert got["epilogue"] == tiles * pair * cfg.epi_subtiles    # every CTA stores its rows
+    assert got["tma_store"] == got["epilogue"]
+    assert got["clc_query"] == res.clc_queries
+    assert got == Counter(res.trace.columns()["kind"].tolist())
+    # every MMA K-block names its k and stage, every wait its barrier
+    mma = [e for e in _spans(d) if e["cat"] == "mma"]
+    assert {e["args"]["k_block"] for e in mma} == set(range(k_tiles))
+    assert all(e["name"].startswith("MMA k=") and "[stage " in e["name"] for e in mma)
+    assert all(e["name"].startswith("wait ") and e["args"]["barrier"] for e in _spans(d) if e["cat"] == "wait")
+    hbm = [e for e in d["traceEvents"] if e["ph"] == "C" and e["name"] == "hbm_gbps"]
+    assert hbm and {e["pid"] for e in hbm} == {DEVICE_PID}

@@ -242,3 +242,17 @@ def test_parse_helpers():
     assert parse_window("2:6us", (0, 1e4)) == (2000.0, 6000.0)
     assert parse_window(":500", (100.0, 1e4)) == (100.0, 500.0)
     assert parse_window("1.5µs:", (0, 1e4)) == (1500.0, 1e4)
+
+
+def test_simulated_gemm_plots(tmp_path):
+    from tests.trace_fixtures import simulated
+
+    tr = simulated().trace
+    fig = plots.plot_timeline(tr)
+    rows = [t for t in _ytick_texts(fig.get_axes()[0]) if not t.startswith("in flight")]
+    assert rows[:4] == ["SM 0 · Sched", "SM 0 · MainloopLoad", "SM 0 · MMA", "SM 0 · Epilogue"]
+    fig = plots.plot_overview(tr, tmp_path / "sim.png")
+    assert (tmp_path / "sim.png").stat().st_size > 50_000
+    fig = plots.plot_stage_occupancy(tr, "mainloop", sms=[0, 1])
+    assert "derived from spans" in fig.get_axes()[0].get_title(loc="left") or \
+        "stages_full" in fig.get_axes()[0].get_title(loc="left")

@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from hw_kernels import records as R
@@ -130,20 +131,28 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
     return True
 
 
+#: The configuration the benchmark calls "tuned": cluster 2x1, max swizzle 4, heuristic raster.
+TUNED = KernelConfig(cluster_m=2, swizzle=4)
+#: Mirrors simulator.config.Sm90GemmConfig's defaults (cluster 2x1, heuristic raster, swizzle 1).
+DEFAULT = KernelConfig()
+
+
 def phase_check(s: Session, quick: bool):
     grid = [(128, 256, 64), (1000, 1032, 520), (129, 264, 72), (64, 8, 8), (4096, 4096, 4096),
             (3000, 5000, 1000), (777, 1536, 4104)]
-    configs = [KernelConfig(), KernelConfig(cluster_m=2), KernelConfig(cluster_n=2),
-               KernelConfig(cluster_m=2, raster="along_n", swizzle=4),
-               KernelConfig(tile_n=128, cluster_m=2, swizzle=2),
-               KernelConfig(instrument=R.LEVEL_KBLOCK), KernelConfig(cluster_m=2, instrument=R.LEVEL_TILE)]
+    configs = [DEFAULT, TUNED, KernelConfig(cluster_m=1), KernelConfig(cluster_m=1, cluster_n=2, raster="m", swizzle=2),
+               KernelConfig(tile_n=128, cluster_m=2, cluster_n=2, swizzle=8),
+               KernelConfig(cluster_m=2, swizzle=4, epilogue_tile_n=64, epilogue_store_stages=2),
+               KernelConfig(tile_n=192, cluster_m=1, raster="n"),
+               KernelConfig(cluster_m=1, instrument=R.LEVEL_KBLOCK),
+               replace(TUNED, instrument=R.LEVEL_KBLOCK), replace(TUNED, instrument=R.LEVEL_TILE)]
     if quick:
         configs = configs[:2]
     rows = []
     seed = 1
     for cfg in configs:
         for dtype in ("fp16", "bf16"):
-            shapes = grid if cfg == configs[0] or dtype == "fp16" else grid[:4]
+            shapes = grid if cfg in (DEFAULT, TUNED) or dtype == "fp16" else grid[:4]
             for (m, n, k) in shapes:
                 seed += 1
                 try:
@@ -156,6 +165,8 @@ def phase_check(s: Session, quick: bool):
                       f"err={r.get('rel_err', float('nan')):.2e}", r.get("error", ""), flush=True)
         s.res["check"] = rows
         s.save()
+    bad = [r for r in rows if not r["ok"]]
+    print(f"[check] {len(rows) - len(bad)}/{len(rows)} passed", flush=True)
 
 
 def timing_rows(s: Session, shapes, configs, dtypes, iters=50, rounds=2, label="timing"):
@@ -197,14 +208,59 @@ def timing_rows(s: Session, shapes, configs, dtypes, iters=50, rounds=2, label="
     return rows
 
 
-def phase_time(s: Session, quick: bool):
-    big = [(8192, 8192, 8192)]
-    cands = [KernelConfig(), KernelConfig(cluster_m=2), KernelConfig(cluster_n=2),
-             KernelConfig(cluster_m=2, swizzle=4), KernelConfig(cluster_m=2, raster="along_n", swizzle=4),
-             KernelConfig(cluster_m=2, instrument=R.LEVEL_TILE)]
+def phase_bench(s: Session, quick: bool):
+    """The benchmark table (benchmarks/hw_vs_cublas.py): kernel vs cuBLAS at several shapes."""
+    main = [(8192, 8192, 8192)]
+    others = [(4096, 4096, 4096), (8192, 8192, 2048), (16384, 16384, 4096), (2048, 2048, 2048),
+              (6144, 6144, 6144), (3000, 5000, 1000)]
+    big = [TUNED, DEFAULT, KernelConfig(cluster_m=2, raster="m", swizzle=4), KernelConfig(cluster_m=1),
+           replace(TUNED, epilogue_tile_n=64), replace(TUNED, instrument=R.LEVEL_TILE)]
+    small = [TUNED, DEFAULT, replace(TUNED, instrument=R.LEVEL_TILE)]
     if quick:
-        cands = cands[:2]
-    timing_rows(s, big, cands, ("fp16", "bf16"), label="explore")
+        others, big = others[:1], big[:2]
+    timing_rows(s, main, big, ("fp16", "bf16"), iters=40, rounds=5, label="bench")
+    timing_rows(s, others[:1], small, ("fp16", "bf16"), iters=40, rounds=4, label="bench")
+    timing_rows(s, others[1:], small, ("fp16",), iters=30, rounds=4, label="bench")
+    s.res["bench_markdown"] = bench_markdown(s.res["bench"], s.res["env"])
+    s.save()
+
+
+def phase_overhead(s: Session, quick: bool):
+    """Instrumentation overhead: the same config at levels 0, 1, 2, interleaved, same inputs."""
+    cfgs = [TUNED, replace(TUNED, instrument=R.LEVEL_TILE), replace(TUNED, instrument=R.LEVEL_KBLOCK)]
+    rows = timing_rows(s, [(8192, 8192, 8192)], cfgs, ("fp16", "bf16"), iters=20, rounds=8, label="overhead")
+    for row in rows:
+        t = row["results"]
+        base = t[TUNED.name()]["ms_median"]
+        for c in cfgs[1:]:
+            t[c.name()]["overhead_vs_off"] = t[c.name()]["ms_median"] / base - 1.0
+            print(f"[overhead] {row['dtype']} {c.name()}: {100 * t[c.name()]['overhead_vs_off']:+.2f}%", flush=True)
+    s.save()
+
+
+def bench_markdown(rows: list, env: dict) -> str:
+    """The timing table as markdown: one line per (shape, dtype, kernel)."""
+    lines = [f"Device: {env.get('device')}, driver {env.get('driver')}, nvidia-cutlass-dsl "
+             f"{env.get('nvidia_cutlass_dsl')}, torch {env.get('torch')}, {env.get('date_utc')}.",
+             "Same random-normal inputs for every kernel of a row group, runs interleaved "
+             "(rounds x iterations each), medians of per-launch CUDA-event times. `clock (kernel)`: "
+             "clock64/globaltimer read inside our instrumented twin run in the same interleave; "
+             "`clock (NVML)`: NVML SM clock sampled every 5 ms during each kernel's own runs.", "",
+             "| dtype | M x N x K | kernel | ms | TFLOP/s | vs cuBLAS | clock (kernel) GHz | clock (NVML) MHz | power W |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        shape = f"{row['m']}x{row['n']}x{row['k']}"
+        kclk = next((v["in_kernel_clock"].get("median_ghz") for v in row["results"].values()
+                     if v.get("in_kernel_clock")), None)
+        for name, v in sorted(row["results"].items(), key=lambda kv: -kv[1]["tflops"]):
+            clk = f"{kclk:.3f}" if kclk and name != "cublas" else ""
+            nv = v.get("nvml_sm_clock_mhz_median")
+            pw = v.get("nvml_power_w_median")
+            lines.append(f"| {row['dtype']} | {shape} | {name} | {v['ms_median']:.3f} | {v['tflops']:.0f} | "
+                         f"{v['ratio_vs_cublas']:.3f} | {clk} | {nv if nv is not None else ''} | "
+                         f"{pw:.0f} |" if pw else f"| {row['dtype']} | {shape} | {name} | {v['ms_median']:.3f} | "
+                         f"{v['tflops']:.0f} | {v['ratio_vs_cublas']:.3f} | {clk} | {nv if nv is not None else ''} | |")
+    return "\n".join(lines) + "\n"
 
 
 def phase_trace(s: Session, cfg: KernelConfig, shape, dtype="fp16", tag=None):
@@ -253,13 +309,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "collect_out"), help="output folder")
-    ap.add_argument("--phase", default="all", choices=["smoke", "check", "time", "trace", "all"])
+    ap.add_argument("--phase", default="all", choices=["smoke", "check", "bench", "overhead", "trace", "all"])
     ap.add_argument("--quick", action="store_true", help="fewer configs and shapes")
     a = ap.parse_args(argv)
     s = Session(Path(a.out), " ".join(["python -m validation.collect", *(argv or sys.argv[1:])]))
     print("env:", json.dumps(s.res["env"]), flush=True)
     if a.phase == "smoke":
-        for cfg in (KernelConfig(instrument=R.LEVEL_KBLOCK), KernelConfig(cluster_m=2)):
+        for cfg in (replace(TUNED, instrument=R.LEVEL_KBLOCK), DEFAULT):
             r = check_one(s, cfg, "fp16", 1000, 1032, 520, 7)
             print("smoke", json.dumps(r), flush=True)
             s.res.setdefault("smoke", []).append(r)
@@ -267,10 +323,13 @@ def main(argv=None) -> int:
         return 0
     if a.phase in ("check", "all"):
         phase_check(s, a.quick)
-    if a.phase in ("time", "all"):
-        phase_time(s, a.quick)
+    if a.phase in ("bench", "all"):
+        phase_bench(s, a.quick)
+    if a.phase in ("overhead", "all"):
+        phase_overhead(s, a.quick)
     if a.phase in ("trace", "all"):
-        phase_trace(s, KernelConfig(instrument=R.LEVEL_KBLOCK), (4096, 4096, 4096))
+        phase_trace(s, replace(TUNED, instrument=R.LEVEL_KBLOCK), (4096, 4096, 4096))
+        phase_trace(s, replace(TUNED, instrument=R.LEVEL_TILE), (8192, 8192, 8192))
     s.save()
     return 0
 

@@ -106,7 +106,7 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
         return tr
     origin_ns = min(s.gt0 for s in slices.values())
     origin_cyc = {}  # per CTA: cycles -> ns of this trace
-    stores_per_sub = int(cfg.get("store_stages", 4)) - 1
+    stores_per_sub = int(cfg.get("epilogue_store_stages", 4)) - 1
 
     for (cta, role), sl in sorted(slices.items()):
         cluster = cta // csize

@@ -773,6 +773,9 @@ class Sm100GemmTmaWarpSpecialized:
         smem_read = now + cfg.epi_d_subtile_bytes / self.arch.smem_read_bytes_per_clk.value \
             + self.arch.tma_issue_overhead_cycles.value
         done = self.mem.store(now, cfg.epi_d_subtile_bytes)
+        # The grid is complete only when its last global write has landed.
+        if done > self.stats.end_cycle:
+            self.stats.end_cycle = done
         role.span("tma_store", now, done, tile=tile, k_block=s)
         return smem_read
 

@@ -270,6 +270,10 @@ class Cta:
         self.tc_free = 0.0
         self.alu_free = 0.0
         self.roles: list[Role] = []
+        # Set by the kernel once the cluster's CTAs exist: who receives this CTA's multicast loads.
+        self.a_dst: list[Cta] = []
+        self.b_dst: list[Cta] = []
+        self.landed_bytes = 0
 
     def pipelines(self):
         return (self.mainloop, self.epi_load)
@@ -304,9 +308,10 @@ class Role(RoleBase):
 
 
 def _advance(state: PipelineState, n: int) -> PipelineState:
-    """``state.advance(n)`` of the C++ PipelineState."""
-    for _ in range(n):
-        state.advance()
+    """``state.advance(n)`` of the C++ PipelineState: the phase flips once per wrap of the index."""
+    wraps, state.index = divmod(state.index + n, state.stages)
+    state.phase ^= wraps & 1
+    state.count += n
     return state
 
 
@@ -319,13 +324,14 @@ class MainloopLoad(Role):
         cfg = k.cfg
         pipe = cta.mainloop
         state = make_producer_start_state(cfg.mainloop_stages, phase=k.knobs.start_phase("mainloop"))
-        tx = cfg.tma_transaction_bytes
+        tx = k.tx_bytes
         do_load_order_arrive = True
         work = k.initial_work(cta.cluster)
         while work.is_valid:
             tile = self.tile_of(work)
             t_tile = env.now
-            for kb in range(cfg.k_tiles):
+            loads = k.tile_loads(cta, tile)
+            for kb in range(k.k_tiles):
                 ev = pipe.producer_acquire(state, self.who)
                 if ev is not None:
                     t0 = env.now
@@ -334,7 +340,7 @@ class MainloopLoad(Role):
                 # producer_acquire's second half: the leader thread's arrive.expect_tx on full[s].
                 pipe.producer_acquire_expect(state, self.who, True)
                 self.stats.tx_expected += tx
-                k.issue_mainloop_tma(cta, tile, kb, state.index, self)
+                k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
                 pipe.producer_commit(state, self.who)   # no-op: the TMA bytes complete the phase
                 state.advance()
             self.span("tile", t_tile, env.now, tile=tile)
@@ -425,7 +431,7 @@ class Consumer(Role):
             if self.wg == 1:
                 # Consumer1 starts at the CTA's second tile, its pipeline states past Consumer0's.
                 work = k.next_work(work, 1)
-                _advance(ml_state, cfg.k_tiles)
+                _advance(ml_state, k.k_tiles)
                 _advance(ld_state, cfg.epi_subtiles)
         while work.is_valid:
             tile = self.tile_of(work)
@@ -438,10 +444,10 @@ class Consumer(Role):
                 # Cue the other warpgroup's mainloop: its wgmma issue may start behind our last batch.
                 order.arrive(order_state, self.wg, self.who, self.threads)
             # mma_tail: wait_group(0), then release the last stage.
-            yield from self.sleep_until(done_last, "mma.wait_group", release.index, tile, cfg.k_tiles - 1)
+            yield from self.sleep_until(done_last, "mma.wait_group", release.index, tile, k.k_tiles - 1)
             self.consumer_release(release)
             self.span("acc_handoff", env.now, env.now, tile=tile, stage=release.index)
-            _advance(ml_state, cfg.k_tiles * step)
+            _advance(ml_state, k.k_tiles * step)
             if order is not None:
                 # Order the epilogues: ours after the other warpgroup's previous one.
                 yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
@@ -473,7 +479,9 @@ class Consumer(Role):
         stats = self.stats
         count_kblocks = self.records_tiles
         prev_done = 0.0
-        for kb in range(k.cfg.k_tiles):
+        traced = self.tr is not None
+        kblock_cycles, drain = t.kblock_wg_cycles, t.wgmma_drain_cycles
+        for kb in range(k.k_tiles):
             ev = pipe.consumer_wait(read, self.who)
             if ev is not None:
                 t0 = env.now
@@ -482,13 +490,14 @@ class Consumer(Role):
             # warpgroup_arrive; wgmma x n; commit_group: the batch queues on the SM's tensor core.
             now = env.now
             start = cta.tc_free if cta.tc_free > now else now
-            end = start + t.kblock_wg_cycles
+            end = start + kblock_cycles
             cta.tc_free = end
-            done = end + t.wgmma_drain_cycles
-            stats.tc_busy_cycles += t.kblock_wg_cycles
+            done = end + drain
+            stats.tc_busy_cycles += kblock_cycles
             if count_kblocks:
                 stats.mma_kblocks += 1
-            self.span("mma", now, done, tile=tile, k_block=kb, stage=read.index)
+            if traced:
+                self.span("mma", now, done, tile=tile, k_block=kb, stage=read.index)
             if kb >= K_PIPE_MMAS:
                 # warpgroup_wait<K_PIPE_MMAS>: the previous K-block's batch is complete ...
                 if prev_done > env.now:
@@ -564,7 +573,7 @@ class Sm90GemmTmaWarpSpecialized:
     def __init__(self, env: simpy.Environment, cfg, arch, memory: MemorySystem, *,
                  knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None):
         self.env = env
-        self.cfg = cfg
+        self.cfg = cfg = cfg.resolved(arch)   # idempotent: engine.simulate passes a resolved config
         self.arch = arch
         self.mem = memory
         self.knobs = knobs or ProtocolKnobs()
@@ -579,6 +588,11 @@ class Sm90GemmTmaWarpSpecialized:
             self.barrier_counts.setdefault("math_wg_order", NUM_THREADS_PER_WARPGROUP)
         self.owed = _owed_by(cfg)
         self.stats = RunStats()
+        # Per-launch facts read in the hot loops (config properties recompute them on every access).
+        self.k_tiles = cfg.k_tiles
+        self.tx_bytes = cfg.tma_transaction_bytes
+        self.a_slice = cfg.a_stage_bytes_per_cta // cfg.cluster_n
+        self.b_slice = cfg.b_stage_bytes_per_cta // cfg.cluster_m
         self.raster = TileRaster.from_config(cfg, "static")
         self.grid_clusters = self.raster.num_clusters
         resident = static_grid_clusters(cfg, arch, self.grid_clusters)
@@ -592,6 +606,11 @@ class Sm90GemmTmaWarpSpecialized:
                 peers = [getattr(c, p) for c in cl.ctas]
                 for c in cl.ctas:
                     getattr(c, p).peers = peers
+            for c in cl.ctas:
+                # Multicast receivers of this CTA's loads: A to its cluster row, B to its column.
+                c.a_dst = [cl.ctas[c.cx + cy * cfg.cluster_m] for cy in range(cfg.cluster_n)]
+                c.b_dst = [cl.ctas[cx + c.cy * cfg.cluster_m] for cx in range(cfg.cluster_m)]
+                c.landed_bytes = self.a_slice * len(c.a_dst) + self.b_slice * len(c.b_dst)
         for cl in self.clusters:
             for c in cl.ctas:
                 roles: list[Role] = [MainloopLoad(c)]
@@ -623,33 +642,35 @@ class Sm90GemmTmaWarpSpecialized:
         out |= {cx + cta.cy * cfg.cluster_m for cx in range(cfg.cluster_m)}
         return sorted(out)
 
-    def issue_mainloop_tma(self, cta: Cta, tile, kb: int, stage: int, role: Role) -> None:
+    def tile_loads(self, cta: Cta, tile) -> tuple[tuple, int, tuple, int]:
+        """What this CTA's TMA loads of one tile read from memory: (A key, in-bounds bytes of its A
+        slice, B key, in-bounds bytes of its B slice). TMA zero-fills out-of-bounds rows: they cost
+        no memory traffic but still count as transaction bytes."""
+        cfg = self.cfg
+        m_tile, n_tile, l_idx = tile
+        a_bytes = _in_bounds(self.a_slice, cfg.m - m_tile * cfg.tile_m, cfg.tile_m)
+        b_bytes = _in_bounds(self.b_slice, cfg.n - n_tile * cfg.cta_tile_n, cfg.cta_tile_n)
+        return ("A", l_idx, m_tile, cta.cy), a_bytes, ("B", l_idx, n_tile, cta.cx), b_bytes
+
+    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb: int, stage: int, role: Role) -> None:
         """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to
         its cluster row (same m), and its 1/cluster_m slice of B, multicast to its column (same n).
         Each slice's bytes complete-tx on the full barrier of every receiving CTA."""
-        cfg, mem, env = self.cfg, self.mem, self.env
+        mem, env = self.mem, self.env
         now = env.now
-        m_tile, n_tile, l_idx = tile
-        a_slice = cfg.a_stage_bytes_per_cta // cfg.cluster_n
-        b_slice = cfg.b_stage_bytes_per_cta // cfg.cluster_m
-        # TMA zero-fills out-of-bounds rows: they cost no memory traffic but still count as bytes.
-        a_bytes = _in_bounds(a_slice, cfg.m - m_tile * cfg.tile_m, cfg.tile_m)
-        b_bytes = _in_bounds(b_slice, cfg.n - n_tile * cfg.cta_tile_n, cfg.cta_tile_n)
-        land = max(mem.load(now, ("A", l_idx, m_tile, kb, cta.cy), a_bytes),
-                   mem.load(now, ("B", l_idx, n_tile, kb, cta.cx), b_bytes))
-        ctas = cta.cluster.ctas
-        a_dst = [ctas[cta.cx + cy * cfg.cluster_m] for cy in range(cfg.cluster_n)]
-        b_dst = [ctas[cx + cta.cy * cfg.cluster_m] for cx in range(cfg.cluster_m)]
-        stats = self.stats
+        a_key, a_bytes, b_key, b_bytes = loads
+        land = max(mem.load(now, (*a_key, kb), a_bytes), mem.load(now, (*b_key, kb), b_bytes))
+        call_at(env, land - now, self._landed, cta, stage)
+        if role.tr is not None:
+            role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
 
-        def landed() -> None:
-            for c in a_dst:
-                c.mainloop.full[stage].complete_tx(a_slice)
-            for c in b_dst:
-                c.mainloop.full[stage].complete_tx(b_slice)
-            stats.tx_landed += a_slice * len(a_dst) + b_slice * len(b_dst)
-        call_at(env, land - now, landed)
-        role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
+    def _landed(self, cta: Cta, stage: int) -> None:
+        a, b = self.a_slice, self.b_slice
+        for c in cta.a_dst:
+            c.mainloop.full[stage].complete_tx(a)
+        for c in cta.b_dst:
+            c.mainloop.full[stage].complete_tx(b)
+        self.stats.tx_landed += cta.landed_bytes
 
     def issue_c_load(self, cta: Cta, tile, s: int, stage: int, role: Role) -> None:
         cfg, env = self.cfg, self.env
