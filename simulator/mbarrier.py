@@ -31,19 +31,19 @@ Waits that are already satisfied cost no simulation event: :meth:`MBarrier.wait`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import simpy
-from simpy.events import NORMAL
+from simpy.events import NORMAL, Event
 
 #: How many protocol violations one barrier keeps (the count goes on).
 MAX_RECORDED_VIOLATIONS = 8
 
 
-@dataclass(frozen=True, slots=True)
-class Waiter:
+class Waiter(NamedTuple):
     """One role blocked on a barrier (kept for deadlock reports)."""
 
-    who: str          # e.g. "CTA3/MMA"
+    who: str          # e.g. "CTA3.0/MMA"
     parity: int
     since: float      # simulation time (cycles) the wait began
     event: simpy.Event
@@ -147,12 +147,14 @@ class MBarrier:
         self.phase_done_at = self.env.now
         if self._waiters:
             keep = []
+            schedule = self.env.schedule
+            lat = self.wake_latency
             for w in self._waiters:
-                if w.parity == done:
-                    ev = w.event
+                if w[1] == done:
+                    ev = w[3]
                     ev._ok = True
                     ev._value = None
-                    self.env.schedule(ev, NORMAL, self.wake_latency)
+                    schedule(ev, NORMAL, lat)
                 else:
                     keep.append(w)
             self._waiters = keep
@@ -167,7 +169,7 @@ class MBarrier:
         """``mbarrier.try_wait.parity`` in a loop: ``None`` if already satisfied, else an event."""
         if (self.phase & 1) != parity:
             return None
-        ev = simpy.Event(self.env)
+        ev = Event(self.env)
         self._waiters.append(Waiter(who, parity, self.env.now, ev))
         return ev
 
@@ -246,10 +248,21 @@ class ClusterBarrier(MBarrier):
         self.env.schedule(ev, NORMAL, self.remote_latency)
 
 
+class _Call(Event):
+    """A bare event that runs one function when it fires (no process, no closure)."""
+
+    def __init__(self, env: simpy.Environment, fn, args: tuple):
+        self.env = env
+        self.callbacks = [self._fire]
+        self._ok = True
+        self._value = None
+        self._fn = fn
+        self._args = args
+
+    def _fire(self, _ev) -> None:
+        self._fn(*self._args)
+
+
 def call_at(env: simpy.Environment, delay: float, fn, *args) -> None:
     """Run ``fn(*args)`` ``delay`` cycles from now with one bare event (no process)."""
-    ev = simpy.Event(env)
-    ev.callbacks.append(lambda _e: fn(*args))
-    ev._ok = True
-    ev._value = None
-    env.schedule(ev, NORMAL, max(0.0, delay))
+    env.schedule(_Call(env, fn, args), NORMAL, delay if delay > 0 else 0.0)

@@ -155,6 +155,11 @@ def _arrive_kw(bar: MBarrier, count: int, who: str, round: int) -> None:
     bar.arrive(count, who=who, round=round)
 
 
+def _arrive_all(bars, count: int, who: str, round: int) -> None:
+    for bar in bars:
+        bar.arrive(count, who=who, round=round)
+
+
 class PipelineAsync(Pipeline):
     """``cutlass::PipelineAsync``: plain arrive/wait both ways; ``dst_blockid`` CTA holds the
     barriers both sides use (the CLC throttle lives in CTA 0)."""
@@ -180,8 +185,19 @@ class PipelineTmaAsync(Pipeline):
         """No-op: the TMA unit's complete-tx completes the phase."""
 
     def consumer_release_to(self, state: PipelineState, dst_ranks, who: str, count: int = 1) -> None:
+        self.release_stage(state.index, state.round, dst_ranks, who, count)
+
+    def release_stage(self, index: int, round: int, dst_ranks, who: str, count: int = 1) -> None:
+        """Arrive on ``empty[index]`` of each CTA in ``dst_ranks``: this CTA's at once, the others
+        (one multicast) after the remote latency."""
+        remote = []
         for r in dst_ranks:
-            self._arrive(self.peers[r].empty[state.index], r, count, who, state.round)
+            if r == self.rank or self.remote_latency <= 0:
+                self.peers[r].empty[index].arrive(count, who=who, round=round)
+            else:
+                remote.append(self.peers[r].empty[index])
+        if remote:
+            call_at(self.env, self.remote_latency, _arrive_all, remote, count, who, round)
 
 
 class PipelineTransactionAsync(Pipeline):
@@ -212,8 +228,16 @@ class PipelineUmmaAsync(Pipeline):
     kind = "PipelineUmmaAsync"
 
     def producer_commit_to(self, state: PipelineState, dst_ranks, who: str) -> None:
+        """umma commit to the full barriers of the pair: this CTA's at once, the peer's after the
+        remote latency."""
+        remote = []
         for r in dst_ranks:
-            self._arrive(self.peers[r].full[state.index], r, 1, who, state.round)
+            if r == self.rank or self.remote_latency <= 0:
+                self.peers[r].full[state.index].arrive(1, who=who, round=state.round)
+            else:
+                remote.append(self.peers[r].full[state.index])
+        if remote:
+            call_at(self.env, self.remote_latency, _arrive_all, remote, 1, who, state.round)
 
     def consumer_release_to(self, state: PipelineState, dst_rank: int, who: str, count: int) -> None:
         self._arrive(self.peers[dst_rank].empty[state.index], dst_rank, count, who, state.round)

@@ -279,6 +279,22 @@ def _layout(trace: Trace, sms: list[int], window: tuple[float, float],
     return rows, max(y - _ROW_GAP, 0.0)
 
 
+def _merge_bars(s: np.ndarray, e: np.ndarray, gap: float) -> list[tuple[float, float]]:
+    """(x, width) bars in µs for intervals [s, e) ns, merging those less than ``gap`` ns apart."""
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if len(s) == 0:
+        return []
+    run_end = np.maximum.accumulate(e)
+    new = np.concatenate(([True], s[1:] > run_end[:-1] + gap))
+    starts = s[new]
+    idx = np.flatnonzero(new)
+    ends = np.maximum.reduceat(e, idx)
+    return list(zip((starts / 1e3).tolist(), ((ends - starts) / 1e3).tolist(), strict=True))
+
+
 def _short_label(kind: str, k_block: int, barrier: str, tile: tuple[int, int, int]) -> str:
     if kind == "wait":
         return barrier
@@ -359,7 +375,9 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                     for b in sorted(set(bars.tolist())):
                         bm = np.flatnonzero(km)[bars == b]
                         st = barrier_style(b or "?")
-                        xr = [(a / 1e3, (c - a) / 1e3) for a, c in zip(s[bm], e[bm], strict=True) if c > a]
+                        # Waits closer than a pixel merge into one bar (hatching thousands of slivers
+                        # is slow and reads the same).
+                        xr = _merge_bars(s[bm], e[bm], gap=1.0 / px_per_ns)
                         # Outline each wait in white when all are wide enough to keep their colour.
                         edge = 0.5 if xr and min(w for _, w in xr) * 1e3 * px_per_ns >= 4 else 0.0
                         kw = hatch_kwargs(st, edge)

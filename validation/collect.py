@@ -256,10 +256,10 @@ def bench_markdown(rows: list, env: dict) -> str:
             clk = f"{kclk:.3f}" if kclk and name != "cublas" else ""
             nv = v.get("nvml_sm_clock_mhz_median")
             pw = v.get("nvml_power_w_median")
+            nv_s = f"{nv:.0f}" if nv is not None else ""
+            pw_s = f"{pw:.0f}" if pw is not None else ""
             lines.append(f"| {row['dtype']} | {shape} | {name} | {v['ms_median']:.3f} | {v['tflops']:.0f} | "
-                         f"{v['ratio_vs_cublas']:.3f} | {clk} | {nv if nv is not None else ''} | "
-                         f"{pw:.0f} |" if pw else f"| {row['dtype']} | {shape} | {name} | {v['ms_median']:.3f} | "
-                         f"{v['tflops']:.0f} | {v['ratio_vs_cublas']:.3f} | {clk} | {nv if nv is not None else ''} | |")
+                         f"{v['ratio_vs_cublas']:.3f} | {clk} | {nv_s} | {pw_s} |")
     return "\n".join(lines) + "\n"
 
 

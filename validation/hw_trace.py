@@ -101,6 +101,13 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
     m.setdefault("source", "measured")
     m["effective_clock"] = clk
     m["dropped_records"] = int(sum(s.dropped for s in slices.values()))
+    m["span_semantics"] = {
+        "tma_load": "issue -> earliest consumer full-wait done (upper bound of landing; exact if a consumer waited)",
+        "mma": "issue start -> the wgmma.wait_group that saw it complete (upper bound)",
+        "tma_store": "issue -> the later wait_group.read that saw it read out, same tile only (upper bound)",
+        "time_base": "per-slice clock64 scaled by its own clock64/globaltimer ratio, anchored at its "
+                     "header's globaltimer (32 ns steps); origin = earliest header",
+    }
     tr = Trace(m, clock_ghz=clk["median_ghz"])
     if not slices:
         return tr
@@ -174,7 +181,9 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
                     add("wait", cyc[i, 1], cyc[i, 4], tile=t, k=index[i], stage=stage[i],
                         barrier="epilogue.store_buffer")
                     later = epi[j + stores_per_sub] if j + stores_per_sub < len(epi) else None
-                    if later is not None:
+                    # Only when the wait that saw this store read out belongs to the same tile: across
+                    # tiles the next wait comes after a whole mainloop and bounds nothing useful.
+                    if later is not None and (tm[later], tn[later]) == (tm[i], tn[i]):
                         add("tma_store", cyc[i, 3], cyc[later, 4], tile=t, k=index[i], stage=stage[i])
             for i in np.nonzero(kind == R.C_STORE_TAIL)[0]:
                 add("wait", cyc[i, 0], cyc[i, 1], barrier="epilogue.store_drain")

@@ -331,6 +331,7 @@ class Mma(Role):
         cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
         ml, acc = cta.mainloop, cta.accumulator
         ml_state = PipelineState(cfg.mainloop_stages)
+        ml_stages = cfg.mainloop_stages
         acc_state = make_producer_start_state(cfg.accumulator_stages, phase=knobs.start_phase("accumulator"))
         work = k.initial_work(cta.cluster)
         release_ml = knobs.releases("mainloop")
@@ -378,7 +379,8 @@ class Mma(Role):
                         self.span("mma", start, done, tile=tile, k_block=kb, stage=ml_state.index)
                     if release_ml:
                         # umma_arrive_multicast: the commit lands when these MMAs complete.
-                        call_at(env, done - now, ml.consumer_release_to, ml_state.copy(), mcast, self.who, 1)
+                        call_at(env, done - now, ml.release_stage, ml_state.index, ml_state.count // ml_stages,
+                                mcast, self.who, 1)
                     ml_state.advance()
                 # accumulator producer_commit: umma commit to both CTAs of the pair.
                 call_at(env, done - env.now, acc.producer_commit_to, acc_state.copy(), pair, self.who)

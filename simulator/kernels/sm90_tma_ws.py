@@ -590,6 +590,7 @@ class Sm90GemmTmaWarpSpecialized:
         self.stats = RunStats()
         # Per-launch facts read in the hot loops (config properties recompute them on every access).
         self.k_tiles = cfg.k_tiles
+        self.k_tail_num = cfg.k - (cfg.k_tiles - 1) * cfg.cta_tile_k   # K columns of the last K-block
         self.tx_bytes = cfg.tma_transaction_bytes
         self.a_slice = cfg.a_stage_bytes_per_cta // cfg.cluster_n
         self.b_slice = cfg.b_stage_bytes_per_cta // cfg.cluster_m
@@ -659,6 +660,10 @@ class Sm90GemmTmaWarpSpecialized:
         mem, env = self.mem, self.env
         now = env.now
         a_key, a_bytes, b_key, b_bytes = loads
+        if kb == self.k_tiles - 1 and self.k_tail_num != self.cfg.cta_tile_k:
+            # The last K-block reaches past K: TMA zero-fills the rest.
+            a_bytes = a_bytes * self.k_tail_num // self.cfg.cta_tile_k
+            b_bytes = b_bytes * self.k_tail_num // self.cfg.cta_tile_k
         land = max(mem.load(now, (*a_key, kb), a_bytes), mem.load(now, (*b_key, kb), b_bytes))
         call_at(env, land - now, self._landed, cta, stage)
         if role.tr is not None:
@@ -676,7 +681,7 @@ class Sm90GemmTmaWarpSpecialized:
         cfg, env = self.cfg, self.env
         now = env.now
         nbytes = cfg.epi_c_subtile_bytes
-        land = self.mem.load(now, ("C", tile[2], tile[0], tile[1], s), nbytes)
+        land = self.mem.load(now, ("C", tile[2], tile[0], tile[1], s), self._subtile_in_bounds(tile, s, cfg.bits_c))
         bar = cta.epi_load.full[stage]
         stats = self.stats
 
@@ -691,9 +696,21 @@ class Sm90GemmTmaWarpSpecialized:
         cfg, arch, now = self.cfg, self.arch, self.env.now
         nbytes = cfg.epi_d_subtile_bytes
         smem_read = now + nbytes / arch.smem_read_bytes_per_clk.value + arch.tma_issue_overhead_cycles.value
-        done = self.mem.store(now, nbytes)
+        # TMA clips the store at the problem's edge: only in-bounds bytes reach memory.
+        done = self.mem.store(now, self._subtile_in_bounds(tile, s, cfg.bits_d))
         role.span("tma_store", now, done, tile=tile, k_block=s, stage=s % cfg.epilogue_store_stages)
         return smem_read, max(done, smem_read)
+
+    def _subtile_in_bounds(self, tile, s: int, bits: int) -> int:
+        """Bytes of epilogue subtile ``s`` of ``tile`` inside M x N (subtiles run M-fastest within
+        N, the C++ epilogue's ``for epi_n: for epi_m`` order)."""
+        cfg = self.cfg
+        em, en = cfg.epi_tile
+        per_m = cfg.tile_m // em
+        epi_n, epi_m = divmod(s, per_m)
+        rows = min(em, max(0, cfg.m - tile[0] * cfg.tile_m - epi_m * em))
+        cols = min(en, max(0, cfg.n - tile[1] * cfg.cta_tile_n - epi_n * en))
+        return rows * cols * bits // 8
 
     # -- results --------------------------------------------------------------------------
     def all_barriers(self):
