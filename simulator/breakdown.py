@@ -234,12 +234,16 @@ class Breakdown:
 
 
 def _group_index(sm: np.ndarray, role: np.ndarray) -> tuple[list[tuple[int, str]], np.ndarray]:
-    keys = sorted({(int(s), str(r)) for s, r in zip(sm.tolist(), role.tolist(), strict=True)},
-                  key=lambda k: (k[0], role_rank(k[1])))
-    pos = {k: i for i, k in enumerate(keys)}
-    idx = np.fromiter((pos[(int(s), str(r))] for s, r in zip(sm.tolist(), role.tolist(), strict=True)),
-                      dtype=np.int64, count=len(sm))
-    return keys, idx
+    """Groups (sm, role) in display order and the group index of every row (vectorized)."""
+    if len(sm) == 0:
+        return [], np.zeros(0, dtype=np.int64)
+    roles = sorted_roles(np.unique(role).tolist())
+    rcode = np.searchsorted(np.asarray(sorted(roles)), role)
+    rank = np.asarray([roles.index(r) for r in sorted(roles)], dtype=np.int64)[rcode]
+    key = sm.astype(np.int64) * (len(roles) + 1) + rank
+    uniq, idx = np.unique(key, return_inverse=True)
+    keys = [(int(k // (len(roles) + 1)), roles[int(k % (len(roles) + 1))]) for k in uniq.tolist()]
+    return keys, idx.astype(np.int64)
 
 
 def _union_length(gidx: np.ndarray, s: np.ndarray, e: np.ndarray, n_groups: int,

@@ -383,6 +383,14 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                         kw = hatch_kwargs(st, edge)
                         kw["facecolors"] = kw.pop("facecolor")
                         ax.broken_barh(xr, (ty + 0.1 * th, 0.8 * th), zorder=2, **kw)
+                        for x0, wd in xr:
+                            if n_labels >= max_labels:
+                                break
+                            if wd * 1e3 * px_per_ns >= len(b) * char_px + 6:
+                                ax.text(x0 + wd / 2, ty + th / 2, b, ha="center", va="center", fontsize=FONT - 1.5,
+                                        color="#404040", zorder=6, clip_on=True,
+                                        bbox=dict(boxstyle="round,pad=0.12", fc=(1, 1, 1, 0.75), ec="none"))
+                                n_labels += 1
                         if b not in barriers_seen:
                             barriers_seen.append(b)
                     continue
@@ -413,7 +421,7 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                     break
                 r = idx[j]
                 k = str(kind[j])
-                if k in ("acc_handoff",):
+                if k in ("acc_handoff", "wait"):   # waits are labelled where they are drawn
                     continue
                 tile = (int(cols["tile_m"][r]), int(cols["tile_n"][r]), int(cols["tile_l"][r]))
                 text = _short_label(k, int(cols["k_block"][r]), str(cols["barrier"][r]), tile)
@@ -421,11 +429,9 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                 if not text or wpx < len(text) * char_px + 6:
                     continue
                 fs = FONT - 2.5 if is_tiles else FONT - 1.5
-                color = "#404040" if (k == "wait" or is_tiles) else "white"
+                color = "#404040" if is_tiles else "white"
                 ax.text((s[j] + e[j]) / 2e3, ty + th / 2, text, ha="center", va="center", fontsize=fs,
-                        color=color, zorder=6, clip_on=True,
-                        bbox=dict(boxstyle="round,pad=0.12", fc=(1, 1, 1, 0.75), ec="none") if k == "wait"
-                        else None)
+                        color=color, zorder=6, clip_on=True)
                 n_labels += 1
         # Y labels: the warp row, and a quieter one for the in-flight lanes.
         name, wy, wh = row.tracks[0]
