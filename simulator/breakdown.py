@@ -158,6 +158,22 @@ def overlapping_pairs(starts: np.ndarray, ends: np.ndarray, tol: float = 1e-6) -
     return int((starts[o][1:] < run_end[:-1] - tol).sum())
 
 
+def nests(starts: np.ndarray, ends: np.ndarray, tol: float = 1e-6) -> bool:
+    """True when no two spans partially overlap: each pair is disjoint or one contains the other
+    (what Perfetto needs of the slices on one thread)."""
+    if overlapping_pairs(starts, ends, tol) == 0:
+        return True
+    o = np.lexsort((-ends, starts))
+    stack: list[float] = []
+    for s, e in zip(starts[o].tolist(), ends[o].tolist(), strict=True):
+        while stack and stack[-1] <= s + tol:
+            stack.pop()
+        if stack and e > stack[-1] + tol:
+            return False
+        stack.append(e)
+    return True
+
+
 # -- breakdown ------------------------------------------------------------------------------
 @dataclass
 class RoleBreakdown:
@@ -417,11 +433,11 @@ WARP_KINDS: tuple[str, ...] = ("wait", "prologue")
 
 def role_tracks(starts: np.ndarray, ends: np.ndarray, kinds: np.ndarray, stages: np.ndarray
                 ) -> tuple[np.ndarray, list[str]]:
-    """Split one (SM, role)'s spans into tracks whose spans never overlap.
+    """Split one (SM, role)'s spans into tracks whose spans never partially overlap.
 
     Track 0 is the warp itself: its waits and prologue, plus every activity kind that fits between
-    them without overlap (MMA K-blocks on the MMA warp, epilogue subtiles on the Epilogue warps)
-    and the instant markers. Work that is in flight while the warp moves on (TMA loads, TMA stores)
+    them without partial overlap (MMA K-blocks on the MMA warp, epilogue subtiles on the Epilogue
+    warps; a wait inside a subtile nests in it) and the instant markers. Work that is in flight while the warp moves on (TMA loads, TMA stores)
     goes to lanes: one per stage when that keeps them apart, else packed greedily. Tiles get their
     own track. Returns (track index per span, track names; "" for the warp track).
     """
@@ -440,7 +456,7 @@ def role_tracks(starts: np.ndarray, ends: np.ndarray, kinds: np.ndarray, stages:
         if not km.any():
             continue
         cand = main | km
-        if overlapping_pairs(starts[cand], ends[cand]) == 0:
+        if nests(starts[cand], ends[cand]):
             main = cand
         else:
             lane_kinds.append(k)

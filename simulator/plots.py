@@ -408,9 +408,12 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                             ax.broken_barh(sel, (ty, th), facecolors=shade, linewidth=0, zorder=2)
                 else:
                     pad = 0.04 * th if is_lane else 0.06 * th
+                    # White outlines separate neighbouring K-blocks / subtiles once they are wide
+                    # enough; on slivers they would wash the colour out.
+                    wide = bool(xr) and min(w for _, w in xr) * 1e3 * px_per_ns >= 3
                     ax.broken_barh(xr, (ty + pad, th - 2 * pad), facecolors=col,
-                                   edgecolor="white" if not is_lane else col,
-                                   linewidth=0.4 if not is_lane else 0.0, zorder=3)
+                                   edgecolor="white" if wide else col,
+                                   linewidth=(0.3 if is_lane else 0.5) if wide else 0.0, zorder=1.5)
                     if k not in kinds_seen:
                         kinds_seen.append(k)
             # Labels on bars wide enough to hold them (never on thin in-flight lanes).

@@ -12,6 +12,7 @@ from simulator.breakdown import (
     check_sms,
     check_window,
     occupancy_series,
+    nests,
     overlapping_pairs,
     role_breakdown,
     role_tracks,
@@ -148,9 +149,20 @@ def test_role_tracks_put_sync_work_on_the_warp_and_async_work_on_lanes(fx):
         for t in range(len(names)):
             sel = (track == t) & (kinds != "acc_handoff")
             assert overlapping_pairs(c["start_ns"][m][sel], c["end_ns"][m][sel]) == 0
+            assert nests(c["start_ns"][m][sel], c["end_ns"][m][sel])
     m = (c["sm"] == 0) & (c["role"] == "MainloopLoad")
     _, names = role_tracks(c["start_ns"][m], c["end_ns"][m], c["kind"][m], c["stage"][m])
     assert names == ["", "tma_load stage 0", "tma_load stage 1"]
+
+
+def test_nests_and_a_wait_inside_a_subtile():
+    assert nests(np.array([0.0, 10, 40]), np.array([50.0, 20, 50]))      # contained, touching the end
+    assert not nests(np.array([0.0, 10]), np.array([20.0, 30]))          # partial overlap
+    s = np.array([0.0, 30, 100, 130])
+    e = np.array([100.0, 50, 200, 300])
+    kinds = np.array(["epilogue", "wait", "epilogue", "tma_store"])
+    track, names = role_tracks(s, e, kinds, np.array([0, 0, 1, 0]))
+    assert track.tolist() == [0, 0, 0, 1] and names == ["", "tma_store"]
 
 
 def test_occupancy_from_counters_and_from_spans(fx):
@@ -184,8 +196,11 @@ def test_simulated_gemm_roles_never_do_two_things_at_once(kw):
         assert overlapping_pairs(c["start_ns"][w], c["end_ns"][w]) == 0, (sm, role)   # one barrier at a time
         track, names = role_tracks(c["start_ns"][m], c["end_ns"][m], c["kind"][m], c["stage"][m])
         for t in range(len(names)):
+            # a track's spans nest (a wait inside an epilogue subtile) and never partially overlap
             sel = (track == t) & (c["kind"][m] != "acc_handoff")
-            assert overlapping_pairs(c["start_ns"][m][sel], c["end_ns"][m][sel]) == 0, (sm, role, names[t])
+            assert nests(c["start_ns"][m][sel], c["end_ns"][m][sel]), (sm, role, names[t])
+            if t > 0:
+                assert overlapping_pairs(c["start_ns"][m][sel], c["end_ns"][m][sel]) == 0, (sm, role, names[t])
     bd = role_breakdown(tr, per_sm=True)
     assert len(bd.rows) == len(keys)
     for r in bd.rows:

@@ -1,0 +1,278 @@
+"""The SM90 model's barrier protocol: pinned event orders, the ping-pong order barrier, deadlocks.
+
+The tiny cases run on a pinned arch (round-number constants, one SM) so that the pinned times do not
+move when a datasheet constant in ``simulator/arch.py`` is refined. How the first times come about
+(cooperative case): the K-block 0 loads of A (16 KB) and B (32 KB) take 8 + 16 cycles of the
+2048 B/cycle HBM channel plus 400 (HBM) + 100 (TMA) latency -> 524; the consumers wake 10 cycles
+later; one warpgroup's K-block is 4 wgmma m64n256k16 of 128 cycles = 512 on the shared tensor core,
+so Consumer1's batch queues behind Consumer0's; the producer gets stage 0 back when both consumers
+have seen batch 0 complete (wait_group(1) after issuing batch 1): 1558 + 10.
+"""
+
+import numpy as np
+import pytest
+
+from simulator.arch import ArchSpec
+from simulator.config import ConfigError, Sm90GemmConfig
+from simulator.engine import simulate
+from simulator.kernels.sm90_tma_ws import NAMED_BARRIER_SYNC, MathWarpGroupOrderBarrier
+from simulator.knobs import ProtocolKnobs
+
+PINNED = ArchSpec.h200().with_overrides({
+    "sm_count": 1, "clock_ghz": 2.0, "hbm_bytes_per_s": 2048 * 2e9, "hbm_latency_cycles": 400,
+    "l2_bytes_per_s": 8192 * 2e9, "l2_latency_cycles": 200, "tma_issue_overhead_cycles": 100,
+    "mbarrier_arrive_latency_cycles": 10, "remote_arrive_latency_cycles": 100, "mma_latency_cycles": 128,
+    "mma_flops_per_clk_per_sm": 4096, "smem_read_bytes_per_clk": 128, "epilogue_convert_elems_per_clk": 128,
+}, origin="test_sm90_protocol")
+
+# One CTA, 3 K-blocks through 2 mainloop stages, 2 epilogue subtiles of 2 store buffers.
+TINY_COOP = dict(m=128, n=256, k=192, cluster_m=1, cluster_n=1, mainloop_stages=2, schedule="cooperative",
+                 epilogue_tile_m=128, epilogue_tile_n=128, epilogue_store_stages=2)
+# Two 128x128 tiles: Consumer0 takes the first, Consumer1 the second.
+TINY_PINGPONG = dict(m=256, n=128, k=192, cluster_m=1, cluster_n=1, mainloop_stages=2, schedule="pingpong",
+                     epilogue_tile_m=128, epilogue_tile_n=64, epilogue_store_stages=2)
+
+
+def _log(trace):
+    """(start, end, role, kind, k_block, stage, barrier) of every span but tiles, in time order."""
+    c = trace.columns()
+    order = np.lexsort((c["role"], c["end_cycle"], c["start_cycle"]))
+    return [(float(c["start_cycle"][i]), float(c["end_cycle"][i]), str(c["role"][i]), str(c["kind"][i]),
+             int(c["k_block"][i]), int(c["stage"][i]), str(c["barrier"][i]))
+            for i in order if c["kind"][i] != "tile"]
+
+
+def test_named_barrier_constant_is_pinned():
+    # The pinned logs below include one named-barrier sync per epilogue subtile.
+    assert NAMED_BARRIER_SYNC.value == 20 and NAMED_BARRIER_SYNC.kind == "estimate"
+
+
+def test_tiny_cooperative_exact_event_order():
+    r = simulate(Sm90GemmConfig(**TINY_COOP), PINNED, trace=True)
+    assert r.ok and r.cycles == 4638
+    assert _log(r.trace) == [
+        (0, 524, "MainloopLoad", "tma_load", 0, 0, ""),
+        (0, 534, "Consumer0", "wait", 0, 0, "mainloop.full"),
+        (0, 534, "Consumer1", "wait", 0, 0, "mainloop.full"),
+        (0, 548, "MainloopLoad", "tma_load", 1, 1, ""),
+        # K-block 2 needs stage 0 back: both consumers must have retired batch 0.
+        (0, 1568, "MainloopLoad", "wait", 2, 0, "mainloop.empty"),
+        (534, 558, "Consumer0", "wait", 1, 1, "mainloop.full"),
+        (534, 558, "Consumer1", "wait", 1, 1, "mainloop.full"),
+        (534, 1046, "Consumer0", "mma", 0, 0, ""),
+        (534, 1558, "Consumer1", "mma", 0, 0, ""),          # queued behind Consumer0 on the tensor core
+        # K-block 1 issued, then warpgroup_wait<1> for K-block 0, then release of stage 0.
+        (558, 1046, "Consumer0", "wait", 0, 0, "mma.wait_group"),
+        (558, 1558, "Consumer1", "wait", 0, 0, "mma.wait_group"),
+        (558, 2070, "Consumer0", "mma", 1, 1, ""),
+        (558, 2582, "Consumer1", "mma", 1, 1, ""),
+        (1046, 2102, "Consumer0", "wait", 2, 0, "mainloop.full"),
+        (1558, 2102, "Consumer1", "wait", 2, 0, "mainloop.full"),
+        (1568, 2092, "MainloopLoad", "tma_load", 2, 0, ""),
+        # load_tail: each stage must be released once more.
+        (1568, 2592, "MainloopLoad", "wait", -1, 1, "mainloop.empty"),
+        (2102, 2582, "Consumer1", "wait", 1, 1, "mma.wait_group"),
+        (2102, 3094, "Consumer0", "mma", 2, 0, ""),
+        # mma_tail: warpgroup_wait<0>, then the last stage is released.
+        (2102, 3094, "Consumer0", "wait", 2, 0, "mma.wait_group"),
+        (2102, 3606, "Consumer1", "mma", 2, 0, ""),
+        (2582, 3606, "Consumer1", "wait", 2, 0, "mma.wait_group"),
+        (2592, 3616, "MainloopLoad", "wait", -1, 0, "mainloop.empty"),
+        (3094, 3094, "Consumer0", "acc_handoff", -1, 0, ""),
+        # Epilogue subtile: 64x128 per warpgroup, convert 64 + stmatrix 128 cycles on the shared
+        # ALUs, named barrier (Consumer0 waits for Consumer1), + 20 cycles sync, then the store.
+        (3094, 3818, "Consumer0", "epilogue", 0, -1, ""),
+        (3286, 3798, "Consumer0", "wait", 0, -1, "epilogue.barrier"),
+        (3606, 3606, "Consumer1", "acc_handoff", -1, 0, ""),
+        (3606, 3818, "Consumer1", "epilogue", 0, -1, ""),
+        (3818, 4222, "Consumer0", "epilogue", 1, -1, ""),
+        (3818, 4222, "Consumer1", "epilogue", 1, -1, ""),
+        (3818, 4234, "Consumer0", "tma_store", 0, 0, ""),
+        (4010, 4202, "Consumer1", "wait", 1, -1, "epilogue.barrier"),
+        (4222, 4638, "Consumer0", "tma_store", 1, 1, ""),
+        # The store thread's final wait_group 0: the kernel ends when the last store is written.
+        (4222, 4638, "Consumer0", "wait", -1, -1, "epilogue.store_drain"),
+    ]
+
+
+def test_tiny_pingpong_exact_event_order():
+    r = simulate(Sm90GemmConfig(**TINY_PINGPONG), PINNED, trace=True)
+    assert r.ok and r.cycles == 4714
+    assert _log(r.trace) == [
+        (0, 516, "MainloopLoad", "tma_load", 0, 0, ""),
+        (0, 526, "Consumer0", "wait", 0, 0, "mainloop.full"),
+        (0, 532, "MainloopLoad", "tma_load", 1, 1, ""),
+        (0, 1112, "MainloopLoad", "wait", 2, 0, "mainloop.empty"),
+        # Consumer1's mainloop waits until Consumer0 has issued its last K-block (math_order.arrive).
+        (0, 1648, "Consumer1", "wait", -1, 0, "math_order"),
+        (526, 542, "Consumer0", "wait", 1, 1, "mainloop.full"),
+        (526, 1102, "Consumer0", "mma", 0, 0, ""),
+        (542, 1102, "Consumer0", "wait", 0, 0, "mma.wait_group"),
+        (542, 1614, "Consumer0", "mma", 1, 1, ""),
+        (1102, 1638, "Consumer0", "wait", 2, 0, "mainloop.full"),
+        (1112, 1628, "MainloopLoad", "tma_load", 2, 0, ""),
+        # The producer runs on into Consumer1's tile (K-block 0 of tile 1 in stage 1).
+        (1112, 1648, "MainloopLoad", "wait", 0, 1, "mainloop.empty"),
+        (1638, 2214, "Consumer0", "mma", 2, 0, ""),
+        (1638, 2214, "Consumer0", "wait", 2, 0, "mma.wait_group"),
+        (1648, 2156, "MainloopLoad", "tma_load", 0, 1, ""),
+        (1648, 2166, "Consumer1", "wait", 0, 1, "mainloop.full"),
+        (1648, 2224, "MainloopLoad", "wait", 1, 0, "mainloop.empty"),
+        (2166, 2742, "Consumer1", "mma", 0, 1, ""),
+        (2166, 2742, "Consumer1", "wait", 1, 0, "mainloop.full"),
+        (2214, 2214, "Consumer0", "acc_handoff", -1, 0, ""),
+        # Consumer0's epilogue runs while Consumer1's mainloop runs.
+        (2214, 2426, "Consumer0", "epilogue", 0, -1, ""),
+        (2224, 2732, "MainloopLoad", "tma_load", 1, 0, ""),
+        (2224, 2752, "MainloopLoad", "wait", 2, 1, "mainloop.empty"),
+        (2426, 2674, "Consumer0", "epilogue", 1, -1, ""),
+        (2426, 2834, "Consumer0", "tma_store", 0, 0, ""),
+        (2618, 2654, "Consumer0", "wait", 1, 1, "epilogue.store_buffer"),
+        # store_tail before math_order.arrive: the store buffers are shared with Consumer1.
+        (2674, 2902, "Consumer0", "wait", -1, -1, "epilogue.store_buffer"),
+        (2674, 3082, "Consumer0", "tma_store", 1, 1, ""),
+        (2742, 3270, "Consumer1", "wait", 2, 1, "mainloop.full"),
+        (2742, 3318, "Consumer1", "mma", 1, 0, ""),
+        (2752, 3260, "MainloopLoad", "tma_load", 2, 1, ""),
+        (2752, 3328, "MainloopLoad", "wait", -1, 0, "mainloop.empty"),
+        (2902, 3082, "Consumer0", "wait", -1, -1, "epilogue.store_drain"),
+        (3270, 3318, "Consumer1", "wait", 1, 0, "mma.wait_group"),
+        (3270, 3846, "Consumer1", "mma", 2, 1, ""),
+        (3318, 3846, "Consumer1", "wait", 2, 1, "mma.wait_group"),
+        (3328, 3856, "MainloopLoad", "wait", -1, 1, "mainloop.empty"),
+        (3846, 3846, "Consumer1", "acc_handoff", -1, 1, ""),
+        (3846, 4058, "Consumer1", "epilogue", 0, -1, ""),
+        (4058, 4306, "Consumer1", "epilogue", 1, -1, ""),
+        (4058, 4466, "Consumer1", "tma_store", 0, 0, ""),
+        (4250, 4286, "Consumer1", "wait", 1, 1, "epilogue.store_buffer"),
+        (4306, 4534, "Consumer1", "wait", -1, -1, "epilogue.store_buffer"),
+        (4306, 4714, "Consumer1", "tma_store", 1, 1, ""),
+        (4534, 4714, "Consumer1", "wait", -1, -1, "epilogue.store_drain"),
+    ]
+
+
+def _windows(trace, role, kind):
+    """Per tile of ``role``: (first start, last start, last end) of its ``kind`` spans."""
+    c = trace.where(role=role, kind=kind).columns()
+    out = {}
+    for tm, tn, s, e in zip(c["tile_m"], c["tile_n"], c["start_cycle"], c["end_cycle"], strict=True):
+        a, b, z = out.get((tm, tn), (s, s, e))
+        out[(tm, tn)] = (min(a, s), max(b, s), max(z, e))
+    return sorted(out.values())
+
+
+def test_pingpong_order_barrier_alternates_mainloops_and_overlaps_epilogues():
+    """One SM, six tiles: mainloops (wgmma issue windows) never overlap, epilogues never overlap,
+    and each consumer's epilogue overlaps the other consumer's mainloop."""
+    cfg = Sm90GemmConfig(m=768, n=128, k=512, cluster_m=1, cluster_n=1, schedule="pingpong")
+    r = simulate(cfg, PINNED, trace=True)
+    assert r.ok and r.tile_check() == (6, 0)
+    tr = r.trace
+    issue = sorted([(a, b, "Consumer0") for a, b, _ in _windows(tr, "Consumer0", "mma")]
+                   + [(a, b, "Consumer1") for a, b, _ in _windows(tr, "Consumer1", "mma")])
+    assert [w[2] for w in issue] == ["Consumer0", "Consumer1"] * 3
+    for (_, last, _), (first, _, _) in zip(issue, issue[1:], strict=False):
+        assert first >= last          # the next mainloop issues after the previous one's last batch
+    epis = sorted([(a, z, "Consumer0") for a, _, z in _windows(tr, "Consumer0", "epilogue")]
+                  + [(a, z, "Consumer1") for a, _, z in _windows(tr, "Consumer1", "epilogue")])
+    assert [w[2] for w in epis] == ["Consumer0", "Consumer1"] * 3
+    for (_, end, _), (start, _, _) in zip(epis, epis[1:], strict=False):
+        assert start >= end
+    overlaps = 0
+    for a, z, who in epis:
+        other = "Consumer1" if who == "Consumer0" else "Consumer0"
+        m = tr.where(role=other, kind="mma").columns()
+        overlaps += int(np.any((m["start_cycle"] < z) & (m["end_cycle"] > a)))
+    assert overlaps >= 4
+
+
+def test_math_order_barrier_matches_cutlass_ordered_sequence_barrier():
+    """OrderedSequenceBarrier<2, 2>: group 0 passes its first wait; each arrive unlocks the other group."""
+    import simpy
+    env = simpy.Environment()
+    ob = MathWarpGroupOrderBarrier(env, "math_order", 0, depth=2, length=2, group_size=128)
+    s0, s1 = ob.start_state(0), ob.start_state(1)
+    assert ob.wait(s0, 0, "g0") is None                    # mainloop turn of tile 0
+    assert ob.wait(s1, 1, "g1") is not None                # group 1 waits for group 0's arrive
+    ob.arrive(s0, 0, "g0", 128)                            # -> barrier [0][1]
+    assert ob.barriers[1].phase == 1 and s0.index == 1
+    assert ob.wait(s0, 0, "g0") is None                    # epilogue turn of tile 0 (fresh barrier [1][0])
+    ob.arrive(s0, 0, "g0", 128)                            # -> barrier [1][1]; stage wraps, phase flips
+    assert (s0.index, s0.phase) == (0, 0)
+    assert ob.wait(s0, 0, "g0") is not None                # tile 2's mainloop waits for group 1's arrive
+    assert all(b.violation_count == 0 for b in ob.barriers)
+
+
+def test_read_c_epilogue_load_waits_for_first_mainloop_tile():
+    cfg = Sm90GemmConfig(m=256, n=256, k=512, cluster_m=1, cluster_n=1, read_c=True)
+    r = simulate(cfg, PINNED, trace=True)
+    assert r.ok and r.tile_check() == (2, 0) and r.tx_expected == r.tx_landed
+    tr = r.trace
+    ml = tr.where(role="MainloopLoad", kind="tma_load").columns()
+    first_tile = ml["tile_m"] == ml["tile_m"][0]
+    c_loads = tr.where(role="EpilogueLoad", kind="epi_load").columns()
+    assert len(c_loads["start_cycle"]) == 2 * cfg.resolved(PINNED).epi_subtiles
+    assert c_loads["start_cycle"].min() >= ml["start_cycle"][first_tile].max()
+    # Each consumer subtile of C waits for its load (or finds it landed).
+    for role in ("Consumer0", "Consumer1"):
+        epi = tr.where(role=role, kind="epilogue").columns()
+        assert len(epi["start_cycle"]) == 2 * cfg.resolved(PINNED).epi_subtiles
+
+
+# ------------------------------------------------------------------------------------- deadlocks
+SMALL = dict(m=512, n=512, k=512)
+
+
+@pytest.mark.parametrize("schedule", ["cooperative", "pingpong"])
+def test_producer_start_phase_zero_deadlocks_on_mainloop_empty(schedule):
+    r = simulate(Sm90GemmConfig(**SMALL, schedule=schedule),
+                 knobs=ProtocolKnobs.make(producer_start_phase={"mainloop": 0}))
+    d = r.deadlock
+    assert d is not None and not r.ok
+    ml = [b for b in d.blocked if b.role == "MainloopLoad"]
+    assert ml and all(b.pipeline == "mainloop.empty" and b.stage == 0 and b.since_cycle == 0 for b in ml)
+    assert {b.pipeline for b in d.blocked if b.role.startswith("Consumer")} == {"mainloop.full"}
+    assert "MainloopLoad" in " ".join(d.cycle)
+    assert "MainloopLoad on mainloop.empty" in d.summary()
+
+
+@pytest.mark.parametrize("schedule", ["cooperative", "pingpong"])
+def test_skipped_mainloop_release_deadlocks(schedule):
+    r = simulate(Sm90GemmConfig(**SMALL, schedule=schedule), knobs=ProtocolKnobs.make(skip_release=["mainloop"]))
+    d = r.deadlock
+    assert d is not None
+    by_role = {(b.role, b.pipeline) for b in d.blocked}
+    assert ("MainloopLoad", "mainloop.empty") in by_role
+    assert ("Consumer0", "mainloop.full") in by_role
+    if schedule == "cooperative":
+        assert ("Consumer1", "mainloop.full") in by_role
+    assert set(d.cycle) >= {"CTA0.0/MainloopLoad", "CTA0.0/Consumer0"}
+
+
+def test_skipped_epi_load_release_deadlocks_the_epilogue_load():
+    r = simulate(Sm90GemmConfig(**SMALL, read_c=True), knobs=ProtocolKnobs.make(skip_release=["epi_load"]))
+    d = r.deadlock
+    assert d is not None
+    by_role = {(b.role, b.pipeline) for b in d.blocked}
+    assert ("EpilogueLoad", "epi_load.empty") in by_role
+    assert {("Consumer0", "epi_load.full"), ("Consumer1", "epi_load.full")} <= by_role
+
+
+def test_too_small_empty_count_is_a_protocol_violation():
+    r = simulate(Sm90GemmConfig(**SMALL), knobs=ProtocolKnobs.make(arrival_counts={"mainloop.empty": 4}))
+    assert not r.ok and r.violation_count > 0
+    assert "mainloop.empty" in r.violations[0]
+
+
+def test_too_large_empty_count_deadlocks():
+    r = simulate(Sm90GemmConfig(**SMALL), knobs=ProtocolKnobs.make(arrival_counts={"mainloop.empty": 32}))
+    assert r.deadlock is not None
+    b = next(b for b in r.deadlock.blocked if b.role == "MainloopLoad")
+    assert b.expected_arrivals == 32 and b.missing_arrivals == 16
+
+
+def test_knobs_of_other_kernels_are_rejected():
+    with pytest.raises(ConfigError, match="accumulator"):
+        simulate(Sm90GemmConfig(**SMALL), knobs=ProtocolKnobs.make(skip_release=["accumulator"]))
+    with pytest.raises(ConfigError, match="clc"):
+        simulate(Sm90GemmConfig(**SMALL), knobs=ProtocolKnobs.make(arrival_counts={"clc.empty": 3}))
