@@ -107,6 +107,10 @@ class MBarrier:
         if round is not None and round != self.phase:
             self._violation(who, round)
         self.arrivals_total += count
+        pending = self.pending
+        if count < pending:                      # the common case: the phase still needs more
+            self.pending = pending - count
+            return
         while count > 0:
             take = min(count, self.pending)
             self.pending -= take

@@ -184,3 +184,20 @@ def test_ordered_sequence_barrier():
     env.process(main_load())
     env.run()
     assert log == [(30, "C loads may start")]
+
+
+def test_tma_umma_commit_multicast_reaches_remote_ctas_later():
+    """umma_arrive_multicast: the committing CTA's own empty barrier at once, the peers' after
+    the remote (DSMEM) latency, in one multicast."""
+    from simulator.pipeline import PipelineTmaUmmaAsync
+
+    env = simpy.Environment()
+    params = PipelineParams("mainloop", 2, 1, 2, transaction_bytes=64)
+    ctas = [PipelineTmaUmmaAsync(env, params, r, remote_latency=180) for r in range(3)]
+    for r, p in enumerate(ctas):
+        p.peers = ctas
+        p.rank = r
+    ctas[0].release_stage(1, 0, [0, 2], "MMA", 1)
+    assert ctas[0].empty[1].pending == 1 and ctas[2].empty[1].pending == 2
+    env.run()
+    assert env.now == 180 and ctas[2].empty[1].pending == 1 and ctas[1].empty[1].pending == 2
