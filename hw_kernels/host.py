@@ -37,6 +37,7 @@ class KernelConfig:
     def name(self) -> str:
         lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock"}[self.instrument]
         st = "" if self.mainloop_stages is None else f"_s{self.mainloop_stages}"
+        st += "" if self.epilogue_store_stages == 4 else f"_st{self.epilogue_store_stages}"
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
                 f"_r{self.raster[0]}_sw{self.swizzle}_e{self.epilogue_tile_n}{st}{lvl}")
 
@@ -110,7 +111,7 @@ def compile_sm90(cfg: KernelConfig, dtype: str = "fp16", m: int = 512, n: int = 
     import cutlass
     opts = "--keep-ptx --keep-cubin" if keep else None
     sched = [cutlass.Int32(x) for x in cfg.schedule_for(m, n).kernel_args()]
-    fn = cute.compile(kern, to_cute(a), to_cute(b), to_cute(c), to_cute(trace, 4), cutlass.Int32(8), *sched,
+    fn = cute.compile(kern, to_cute(a), to_cute(b), to_cute(c), to_cute(trace, 32), cutlass.Int32(8), *sched,
                       mac, stream, options=opts)
     ptx = ""
     try:
@@ -159,7 +160,7 @@ class Runner:
         self._stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
         self.schedule = self.c.config.schedule_for(m, n)
         sched = [cutlass.Int32(x) for x in self.schedule.kernel_args()]
-        self._args = (to_cute(a), to_cute(b), to_cute(c), to_cute(self._trace, 4), cutlass.Int32(cap), *sched,
+        self._args = (to_cute(a), to_cute(b), to_cute(c), to_cute(self._trace, 32), cutlass.Int32(cap), *sched,
                       self._stream)
         return self
 

@@ -12,8 +12,9 @@ Record ``0`` of a slice is its HEADER, record ``1`` its FOOTER (written last), d
 
     w0 = kind | stage << 8 | index << 16      (index: K-block or epilogue subtile, 16 bits)
     w1 = tile_m | tile_n << 16                (the output tile the record belongs to)
-    w2..w7 = up to six timestamps: the low 32 bits of ``clock64`` (SM cycles), except where a
-             kind's field list says ``gt_*`` (low 32 bits of ``%globaltimer``, ns)
+    w2..w7 = up to six timestamps: ``%clock`` (the low 32 bits of the SM's cycle counter, the same
+             counter as ``clock64``), except where a kind's field list says ``gt_*`` (low 32 bits of
+             ``%globaltimer``, ns)
 
 HEADER and FOOTER carry full 64-bit values (lo, hi pairs) so that the 32-bit fields can be
 unwrapped: a kernel run is far shorter than 2**32 cycles (~2 s) or 2**32 ns.
@@ -32,8 +33,8 @@ ROLES_PER_CTA = len(ROLE_SLOTS)
 
 #: Instrumentation levels (the kernel's compile-time ``instrument`` switch).
 LEVEL_OFF = 0      # no records, no clock reads: the production kernel
-LEVEL_TILE = 1     # per-tile records and epilogue subtiles (cheap; ~20 records per tile per role)
-LEVEL_KBLOCK = 2   # + one record per K-block per role (every barrier wait of the mainloop)
+LEVEL_TILE = 1     # per-tile records only (a few per tile per role: tile span, accumulator ready, tails)
+LEVEL_KBLOCK = 2   # + one record per K-block per role (every mainloop barrier wait) and per epilogue subtile
 
 # Record kinds (w0 & 0xff) and what w2..w7 hold for each.
 HEADER = 1        # w1 = smid, w2,w3 = clock64 lo,hi at role start, w4,w5 = globaltimer lo,hi,
@@ -53,7 +54,7 @@ C_TILE = 21       # consumer WG, per tile: w2 = tile start (before the first ful
                   # w3 = accumulator ready (wait_group(0) returned, last stage released),
                   # w4 = epilogue done (last subtile's store issued / barrier passed),
                   # w5 = gt_begin, w6 = gt_end, w7 = number of K-blocks
-C_EPI = 22        # consumer WG, per epilogue subtile (index = subtile in the tile, stage = SMEM
+C_EPI = 22        # (level 2) consumer WG, per epilogue subtile (index = subtile in the tile, stage = SMEM
                   # store buffer): w2 = start (registers -> convert), w3 = written to SMEM
                   # (stmatrix + fence.proxy.async), w4 = epilogue named barrier passed,
                   # w5 = TMA store issued and committed (store thread only, else 0),
@@ -83,7 +84,7 @@ def unpack_tile(w1: int) -> tuple[int, int]:
 
 def slice_capacity(tiles_per_cta: int, k_blocks: int, epi_subtiles: int, level: int) -> int:
     """Records one slice needs for a CTA that runs ``tiles_per_cta`` tiles (with margin)."""
-    per_tile = 1 + epi_subtiles
+    per_tile = 1
     if level >= LEVEL_KBLOCK:
-        per_tile += k_blocks
+        per_tile += k_blocks + epi_subtiles
     return FIRST_DATA_RECORD + tiles_per_cta * per_tile + 4

@@ -51,6 +51,8 @@ def _lo32(v):
     """The low 32 bits of a DSL integer (or a Python int) as an Int32 record word."""
     if isinstance(v, int):
         return Int32(v & 0xFFFFFFFF if v < 1 << 31 else v - (1 << 32))
+    if isinstance(v, Int32):
+        return v
     return Int32(Int64(v))
 
 
@@ -273,7 +275,7 @@ class Sm90TmaWsGemm:
         role_slot = wg  # 0 = MainloopLoad, 1 = Consumer0, 2 = Consumer1
         slice_base = (cta_linear * R.ROLES_PER_CTA + role_slot) * trace_capacity
         writer = (tidx % THREADS_PER_WG) == 0
-        t_start = self._now(R.LEVEL_TILE)
+        t_start = self._now64()
         gt_start = self._gt()
 
         pipeline.pipeline_init_wait(cluster_shape_mn=(self.cluster_m, self.cluster_n))
@@ -429,7 +431,7 @@ class Sm90TmaWsGemm:
                     tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
                     cute.zipped_divide(gC[(None, None, tm, tn)], self.epi_tile))
                 for j in cutlass.range_constexpr(n_sub):
-                    e0 = self._now(R.LEVEL_TILE)
+                    e0 = self._now(R.LEVEL_KBLOCK)
                     for v in cutlass.range_constexpr(sub_size):
                         sub_f32[v] = tRS_acc[j * sub_size + v]
                     sub_out.store(sub_f32.load().to(self.c_dtype))
@@ -437,23 +439,23 @@ class Sm90TmaWsGemm:
                     cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
                     # stmatrix writes through the generic proxy, TMA reads through the async proxy.
                     cute.arch.fence_proxy("async.shared", space="cta")
-                    e1 = self._now(R.LEVEL_TILE)
+                    e1 = self._now(R.LEVEL_KBLOCK)
                     e4 = e1
                     if is_store_thread:
                         # Stores <= g-1 issued; allow store_stages-2 in flight so that the buffer
                         # the next subtile writes (after the barrier below) has been read out.
                         cute.arch.cp_async_bulk_wait_group(self.store_stages - 2, read=True)
-                        if cutlass.const_expr(level >= R.LEVEL_TILE):
-                            e4 = self._now(R.LEVEL_TILE)
+                        if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                            e4 = self._now(R.LEVEL_KBLOCK)
                     epi_barrier.arrive_and_wait()
-                    e2 = self._now(R.LEVEL_TILE)
+                    e2 = self._now(R.LEVEL_KBLOCK)
                     e3 = e2
                     if is_store_thread:
                         cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, j)])
                         cute.arch.cp_async_bulk_commit_group()
-                        if cutlass.const_expr(level >= R.LEVEL_TILE):
-                            e3 = self._now(R.LEVEL_TILE)
-                    if cutlass.const_expr(level >= R.LEVEL_TILE):
+                        if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                            e3 = self._now(R.LEVEL_KBLOCK)
+                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
                         if writer:
                             self._record(trace, slice_base, pos, trace_capacity,
                                          R.C_EPI | (buf << 8) | (j << 16), tile_word, e0, e1, e2, e3, e4, e4)
@@ -485,9 +487,13 @@ class Sm90TmaWsGemm:
 
     # ------------------------------------------------------------------ helpers
     def _now(self, level: int):
-        """clock64 when the instrumentation level records this timestamp, else a constant: a clock
-        read is volatile, so an unused one would still cost an instruction in the production kernel."""
-        return cute.arch.clock64() if self.instrument >= level else Int64(0)
+        """The SM clock (low 32 bits: one register, CS2R.32) when the instrumentation level records this
+        timestamp, else a constant: a clock read is volatile, so an unused one would still cost an
+        instruction in the production kernel."""
+        return cute.arch.clock() if self.instrument >= level else Int32(0)
+
+    def _now64(self):
+        return cute.arch.clock64() if self.instrument >= R.LEVEL_TILE else Int64(0)
 
     def _gt(self):
         return cute.arch.globaltimer() if self.instrument >= R.LEVEL_TILE else Int64(0)
@@ -517,15 +523,19 @@ class Sm90TmaWsGemm:
         """Write one 8-word record at ``pos`` of this slice (timestamps truncated to 32 bits);
         records past the slice's capacity are dropped (the footer counts them)."""
         if pos < cap:
-            off = (base + pos) * R.RECORD_WORDS
-            trace[off + 0] = _lo32(w0)
-            trace[off + 1] = _lo32(w1)
-            trace[off + 2] = _lo32(t2)
-            trace[off + 3] = _lo32(t3)
-            trace[off + 4] = _lo32(t4)
-            trace[off + 5] = _lo32(t5)
-            trace[off + 6] = _lo32(t6)
-            trace[off + 7] = _lo32(t7)
+            # Two 16-byte stores: records are 32-byte aligned (the buffer is, and records are 32 B).
+            rec = cute.make_rmem_tensor((R.RECORD_WORDS,), Int32)
+            rec[0] = _lo32(w0)
+            rec[1] = _lo32(w1)
+            rec[2] = _lo32(t2)
+            rec[3] = _lo32(t3)
+            rec[4] = _lo32(t4)
+            rec[5] = _lo32(t5)
+            rec[6] = _lo32(t6)
+            rec[7] = _lo32(t7)
+            off = cute.assume((base + pos) * R.RECORD_WORDS, divby=R.RECORD_WORDS)
+            dst = cute.make_tensor(trace.iterator + off, cute.make_layout(R.RECORD_WORDS))
+            cute.autovec_copy(rec, dst)
 
     @cute.jit
     def _header_footer(self, trace: cute.Tensor, base: Int32, pos: Int32, cap: Int32, cta_rank: Int32,

@@ -406,10 +406,15 @@ def occupancy_series(trace: Trace, pipeline: str = "mainloop", *, sms: Sequence[
         k = (cl, tm, tn, tl, kb)
         if end > release.get(k, -np.inf):
             release[k] = end
+    prod = np.flatnonzero(cols["kind"] == prod_kind)
+    prod = prod[np.isin(cols["sm"][prod], np.asarray(sms_list, dtype=np.int64))]
+    by_sm: dict[int, list[int]] = {}
+    for i, s_ in zip(prod.tolist(), cols["sm"][prod].tolist(), strict=True):
+        by_sm.setdefault(s_, []).append(i)
     for sm in sms_list:
-        p = (cols["sm"] == sm) & (cols["kind"] == prod_kind)
-        if not p.any():
+        if sm not in by_sm:
             continue
+        p = np.asarray(by_sm[sm], dtype=np.int64)
         events: list[tuple[float, int]] = []
         pkeys = zip(cols["cluster"][p].tolist(), cols["tile_m"][p].tolist(), cols["tile_n"][p].tolist(),
                     cols["tile_l"][p].tolist(), cols["k_block"][p].tolist(), cols["start_ns"][p].tolist(),

@@ -30,6 +30,7 @@ OWERS: dict[str, tuple[str, ...]] = {
     "tmem_dealloc": ("MMA", "Epilogue"),
     "epilogue_throttle": ("MMA", "Sched", "MainloopLoad", "EpilogueLoad"),
     "math_order": ("Consumer0", "Consumer1"),
+    "epilogue.barrier": ("Consumer0", "Consumer1"),
 }
 
 

@@ -13,7 +13,9 @@ Layout (DESIGN.md, "One trace format"):
   loads of different stages are in flight at the same time;
 * a ``"<role> · tiles"`` thread with one slice per output tile, and instant events for
   accumulator hand-offs;
-* **counter** tracks from :meth:`Trace.counters` (``mainloop.stages_full`` per SM, ``hbm_gbps``).
+* **counter** tracks from :meth:`Trace.counters` (``mainloop.stages_full`` per SM, ``hbm_gbps``);
+  a trace with no occupancy counter for the mainloop (or C-load) pipeline gets
+  ``"mainloop.stages_held (derived)"``: stages held from TMA issue to MMA release, from the spans.
 
 Times are microseconds (``ts``/``dur``, floats) from the start of the kernel. For a large run keep a
 subset of SMs (``sms=``) or a time window (``t_window_ns=``); :func:`to_perfetto` refuses more
@@ -35,6 +37,7 @@ from simulator.breakdown import (
     SelectionError,
     check_sms,
     check_window,
+    occupancy_series,
     role_rank,
     role_tracks,
     selection_mask,
@@ -43,7 +46,9 @@ from simulator.breakdown import (
 from simulator.trace import Trace
 
 DEVICE_PID = 1_000_000          # process holding device-wide counters (sm == -1)
-DEFAULT_MAX_EVENTS = 2_000_000  # ~400 MB of JSON: beyond this ui.perfetto.dev struggles
+DEFAULT_MAX_EVENTS = 2_000_000  # ~500 MB of JSON: beyond this ui.perfetto.dev struggles
+#: Pipelines whose stage occupancy is derived from spans when the trace has no counter for them.
+DERIVED_OCCUPANCY: tuple[str, ...] = ("mainloop", "epi_load")
 
 _KIND_LABEL = {
     "tma_load": "TMA load", "mma": "MMA", "epi_load": "C load", "epilogue": "Epilogue",
@@ -194,34 +199,46 @@ def to_perfetto(trace: Trace, *, sms: Sequence[int] | None = None,
     }
 
 
+def _clip_series(t: np.ndarray, v: np.ndarray, window: tuple[float, float] | None) -> list[tuple[float, float]]:
+    """Samples inside the window, plus the value in force at its start."""
+    if window is None:
+        return list(zip(t.tolist(), v.tolist(), strict=True))
+    before = np.flatnonzero(t < window[0])
+    keep = np.flatnonzero((t >= window[0]) & (t <= window[1]))
+    pts = [(window[0], float(v[before[-1]]))] if len(before) else []
+    return pts + [(float(t[i]), float(v[i])) for i in keep]
+
+
 def _counter_events(trace: Trace, sms: set[int], window: tuple[float, float] | None, pid_offset: int,
-                    prefix: str) -> list[dict[str, Any]]:
+                    prefix: str, derive: Sequence[str] = DERIVED_OCCUPANCY) -> list[dict[str, Any]]:
     ctr = trace.counters()
     out: list[dict[str, Any]] = []
-    if len(ctr["name"]) == 0:
-        return out
     c_sm, c_name, c_ns, c_val = ctr["sm"], ctr["name"], ctr["ns"], ctr["value"]
     device_used = False
-    for name in np.unique(c_name).tolist():
+    names = np.unique(c_name).tolist() if len(c_name) else []
+    for name in names:
         for sm in np.unique(c_sm[c_name == name]).tolist():
             if sm != -1 and sm not in sms:
                 continue
             m = np.flatnonzero((c_name == name) & (c_sm == sm))
             m = m[np.argsort(c_ns[m], kind="stable")]
-            t, v = c_ns[m], c_val[m]
-            if window is not None:
-                keep = (t >= window[0]) & (t <= window[1])
-                before = np.flatnonzero(t < window[0])
-                sel = np.flatnonzero(keep)
-                pts = [(window[0], float(v[before[-1]]))] if len(before) else []
-                pts += [(float(t[i]), float(v[i])) for i in sel]
-            else:
-                pts = list(zip(t.tolist(), v.tolist(), strict=True))
+            pts = _clip_series(c_ns[m], c_val[m], window)
             pid = DEVICE_PID + pid_offset if sm == -1 else pid_offset + sm
             device_used |= sm == -1 and bool(pts)
             for ts, val in pts:
                 out.append({"ph": "C", "name": name, "pid": pid, "tid": 0, "ts": _us(ts),
                             "args": {"value": val}})
+    # Pipelines without occupancy counters (measured traces, or a model that records none): derive
+    # "stages held" (producer issue -> consumer release) from the spans.
+    have = {n.split(".")[0] for n in names if "stage" in n}
+    for pipe in derive:
+        if pipe in have:
+            continue
+        series, _ = occupancy_series(trace, pipe, sms=sorted(sms))
+        for sm, (t, v) in series.items():
+            for ts, val in _clip_series(t, v, window):
+                out.append({"ph": "C", "name": f"{pipe}.stages_held (derived)", "pid": pid_offset + sm,
+                            "tid": 0, "ts": _us(ts), "args": {"value": val}})
     if device_used:
         out.append({"ph": "M", "name": "process_name", "pid": DEVICE_PID + pid_offset, "tid": 0,
                     "args": {"name": f"{prefix}Device"}})

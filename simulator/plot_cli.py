@@ -57,9 +57,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-sm", action="store_true", help="stall breakdown per SM instead of summed")
     g = p.add_argument_group("simulate when no trace is given")
     g.add_argument("--arch", default=None, help="b200 (default) or h200")
-    g.add_argument("--m", type=int, default=None, dest="plot_m")
-    g.add_argument("--n", type=int, default=None, dest="plot_n")
-    g.add_argument("--k", type=int, default=None, dest="plot_k")
+    g.add_argument("--m", type=int, default=None, dest="plot_m", metavar="M", help="GEMM M (default: the config default)")
+    g.add_argument("--n", type=int, default=None, dest="plot_n", metavar="N")
+    g.add_argument("--k", type=int, default=None, dest="plot_k", metavar="K")
 
 
 # -- parsing --------------------------------------------------------------------------------

@@ -36,7 +36,6 @@ from simulator.breakdown import (  # noqa: E402
     check_window,
     occupancy_series,
     role_breakdown,
-    role_rank,
     role_tracks,
     selection_mask,
     sorted_roles,
@@ -416,9 +415,12 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                                    linewidth=(0.3 if is_lane else 0.5) if wide else 0.0, zorder=1.5)
                     if k not in kinds_seen:
                         kinds_seen.append(k)
-            # Labels on bars wide enough to hold them (never on thin in-flight lanes).
+            # Labels on bars wide enough to hold them (never on thin in-flight lanes, nor where a
+            # wait nested in the bar covers the label).
             if is_lane or n_labels >= max_labels:
                 continue
+            wm = on_t & (kind == "wait")
+            w_s, w_e = np.sort(s[wm]), np.sort(e[wm])
             for j in np.flatnonzero(on_t):
                 if n_labels >= max_labels:
                     break
@@ -431,6 +433,9 @@ def plot_timeline(trace: Trace, *, sms: Sequence[int] | None = None,
                 wpx = (e[j] - s[j]) * px_per_ns
                 if not text or wpx < len(text) * char_px + 6:
                     continue
+                mid = (s[j] + e[j]) / 2
+                if k != "tile" and len(w_s) and np.searchsorted(w_s, mid, "right") > np.searchsorted(w_e, mid, "left"):
+                    continue   # the centre lies inside a wait (waits on one warp never overlap)
                 fs = FONT - 2.5 if is_tiles else FONT - 1.5
                 color = "#404040" if is_tiles else "white"
                 ax.text((s[j] + e[j]) / 2e3, ty + th / 2, text, ha="center", va="center", fontsize=fs,
@@ -611,8 +616,6 @@ def plot_stage_occupancy(trace: Trace, pipeline: str = "mainloop", *, sms: Seque
     for a in dict.fromkeys(axes):
         if cap:
             a.axhline(cap, color="#555555", linestyle="--", linewidth=0.8)
-            a.text(0.005, cap, f"{cap} stages", transform=a.get_yaxis_transform(), fontsize=FONT - 1.5,
-                   va="bottom", ha="left", color="#555555")
         a.set_ylim(0, top)
         a.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=4))
         a.set_xlim(window[0] / 1e3, window[1] / 1e3)
@@ -626,7 +629,8 @@ def plot_stage_occupancy(trace: Trace, pipeline: str = "mainloop", *, sms: Seque
         ax.legend(fontsize=FONT - 1, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.set_ylabel("stages full", fontsize=FONT)
     src = "counter " + source if source != "derived from spans" else "issue to release, derived from spans"
-    text = title if title is not None else (f"{pipeline} stages full · {_sm_list_text(shown)} ({src}"
+    cap_text = f" of {cap} (dashed)" if cap else ""
+    text = title if title is not None else (f"{pipeline} stages full{cap_text} · {_sm_list_text(shown)} ({src}"
                                             f"{', mean per bin' if binned else ''}) · {_fmt_window(window)}")
     (ax if ax is not None else axes[0]).set_title(text, fontsize=FONT + 1.5, loc="left")
     _save(fig, path)
@@ -866,8 +870,3 @@ def plot_overview(trace: Trace, path: str | Path | None = None, *, sms: Sequence
     fig.suptitle(f"wsim · {describe(trace)}", fontsize=FONT + 4, x=0.005, ha="left")
     _save(fig, path, dpi=110)
     return fig
-
-
-def role_order_of(trace: Trace) -> list[str]:
-    """Roles present in the trace, in display order."""
-    return sorted(set(trace.columns()["role"].tolist()), key=role_rank)

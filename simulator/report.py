@@ -10,7 +10,7 @@ def _gb(n: float) -> str:
 def describe_config(cfg) -> list[str]:
     lines = [f"problem    M={cfg.m} N={cfg.n} K={cfg.k} L={cfg.l}   {cfg.dtype_ab} x {cfg.dtype_ab} -> "
              f"{cfg.dtype_acc} accumulate -> {cfg.dtype_d}" + (f" (+ C {cfg.dtype_c})" if cfg.read_c else "")]
-    if hasattr(cfg, "use_2sm"):
+    if hasattr(cfg, "accumulator_stages"):
         mode = "2-SM" if cfg.use_2sm else "1-SM"
         lines.append(f"MMA        {cfg.mma_tile_m}x{cfg.mma_tile_n}x{cfg.tile_k} ({mode}, CTA tile "
                      f"{cfg.cta_tile_m}x{cfg.cta_tile_n}), cluster {cfg.cluster_m}x{cfg.cluster_n}")
@@ -56,16 +56,22 @@ def format_result(res) -> str:
     out.append(f"HBM traffic        read {_gb(res.hbm_read_bytes)}, write {_gb(res.hbm_write_bytes)}; "
                f"compulsory {_gb(res.compulsory_bytes)} (x{res.hbm_bytes / max(1, res.compulsory_bytes):.2f}); "
                f"L2 hit rate {100 * res.l2_hit_rate:.1f}%")
-    out.append(f"work               {once} output tile-halves computed once of {res.tiles_expected} expected"
-               + (f", {twice} MORE THAN ONCE" if twice else "") + f"; {res.clc_queries} CLC queries")
+    unit = "output tile-halves (2-SM)" if getattr(cfg, "use_2sm", False) and arch.sm_version == 100 else "output tiles"
+    out.append(f"work               {once} {unit} computed once of {res.tiles_expected} expected"
+               + (f", {twice} MORE THAN ONCE" if twice else "")
+               + (f"; {res.clc_queries} CLC queries" if arch.sm_version == 100 else ""))
     out.append("")
     out.append(f"{'role':<14}{'CTAs':>6}{'active':>9}{'busy':>8}   waiting on (fraction of kernel time)")
     for r in res.role_times:
         waits = ", ".join(f"{b} {100 * f:.1f}%" for b, f in sorted(r.wait_fraction.items(), key=lambda x: -x[1])
                           if f >= 0.0005) or "-"
         out.append(f"{r.role:<14}{r.ctas:>6}{100 * r.active_fraction:>8.1f}%{100 * r.busy_fraction:>7.1f}%   {waits}")
-    out.append("  (active: role lifetime; busy: active minus barrier waits; the MMA warp issues asynchronously,")
-    out.append("   so its 'waiting' includes the time the tensor cores are working through earlier K-blocks)")
+    out.append("  (active: role lifetime; busy: active minus barrier waits)")
+    if arch.sm_version == 100:
+        out.append("  (the MMA warp issues asynchronously: its 'waiting' includes the time the tensor cores work")
+        out.append("   through earlier K-blocks)")
+    else:
+        out.append("  (mma.wait_group: a consumer waiting for its previous wgmma batch, i.e. for the tensor core)")
     out.append("")
     out.append("model notes")
     out += [f"  {n}" for n in res.timing_notes]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from trace_fixtures import make_sm90_trace, make_sm100_trace
 
 from simulator.breakdown import (
     ROLE_ORDER,
@@ -19,7 +20,6 @@ from simulator.breakdown import (
     sorted_roles,
 )
 from simulator.trace import COLUMNS, Trace
-from tests.trace_fixtures import make_sm90_trace, make_sm100_trace
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def test_occupancy_from_counters_and_from_spans(fx):
 @pytest.mark.parametrize("kw", [{}, dict(m=2048, n=2048, k=256, use_2sm=False, cluster_m=1, mma_tile_m=128,
                                          mma_tile_n=128)], ids=["2sm-512", "1sm-2048"])
 def test_simulated_gemm_roles_never_do_two_things_at_once(kw):
-    from tests.trace_fixtures import simulated
+    from trace_fixtures import simulated
 
     tr = simulated(**kw).trace
     c = tr.columns()

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 
 import pytest
+from trace_fixtures import make_sm90_trace, make_sm100_trace
 
 from simulator.breakdown import SelectionError
 from simulator.perfetto import (
@@ -17,7 +18,7 @@ from simulator.perfetto import (
     validate_chrome_trace,
     write_perfetto,
 )
-from tests.trace_fixtures import make_sm90_trace, make_sm100_trace
+from simulator.trace import COLUMNS, Trace
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +112,19 @@ def test_counters(fx, doc):
     assert max(e["args"]["value"] for e in occ) <= 2
 
 
+def test_occupancy_is_derived_when_the_trace_has_no_counter(fx):
+    tr, _ = fx
+    bare = Trace(tr.meta)
+    cols = tr.columns()
+    bare.extend_rows(zip(*(cols[k].tolist() for k in COLUMNS), strict=True))
+    d = to_perfetto(bare)
+    assert validate_chrome_trace(d) == []
+    occ = [e for e in d["traceEvents"] if e["ph"] == "C"]
+    assert {e["name"] for e in occ} == {"mainloop.stages_held (derived)"}
+    assert {e["pid"] for e in occ} == {0, 1}
+    assert max(e["args"]["value"] for e in occ) == 2 and occ[-1]["args"]["value"] == 0
+
+
 def test_select_sms_and_window(fx):
     tr, ex = fx
     d = to_perfetto(tr, sms=[1])
@@ -186,7 +200,7 @@ SIM_CONFIGS = [
 
 @pytest.mark.parametrize("kw", SIM_CONFIGS, ids=["2sm-512", "1sm-2048"])
 def test_simulated_gemm_span_counts_match_the_work(kw):
-    from tests.trace_fixtures import simulated
+    from trace_fixtures import simulated
 
     res = simulated(**kw)
     assert res.ok
@@ -208,3 +222,7 @@ def test_simulated_gemm_span_counts_match_the_work(kw):
     assert all(e["name"].startswith("wait ") and e["args"]["barrier"] for e in _spans(d) if e["cat"] == "wait")
     hbm = [e for e in d["traceEvents"] if e["ph"] == "C" and e["name"] == "hbm_gbps"]
     assert hbm and {e["pid"] for e in hbm} == {DEVICE_PID}
+    # stage occupancy per SM: the model's counter, or derived from the spans; never above the stages
+    occ = [e for e in d["traceEvents"] if e["ph"] == "C" and e["name"].startswith("mainloop.stages")]
+    assert {e["pid"] for e in occ} == {int(s) for s in set(res.trace.columns()["sm"].tolist())}
+    assert 0 <= min(e["args"]["value"] for e in occ) and max(e["args"]["value"] for e in occ) <= cfg.mainloop_stages

@@ -6,12 +6,12 @@ import matplotlib
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
+from trace_fixtures import make_sm90_trace, make_sm100_trace
 
 from simulator import plots
 from simulator.breakdown import SelectionError
 from simulator.plot_cli import main as plot_main
 from simulator.plot_cli import parse_sm_list, parse_window
-from tests.trace_fixtures import make_sm90_trace, make_sm100_trace
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +245,7 @@ def test_parse_helpers():
 
 
 def test_simulated_gemm_plots(tmp_path):
-    from tests.trace_fixtures import simulated
+    from trace_fixtures import simulated
 
     tr = simulated().trace
     fig = plots.plot_timeline(tr)

@@ -169,12 +169,13 @@ def phase_check(s: Session, quick: bool):
     print(f"[check] {len(rows) - len(bad)}/{len(rows)} passed", flush=True)
 
 
-def timing_rows(s: Session, shapes, configs, dtypes, iters=50, rounds=2, label="timing"):
-    """Kernel vs cuBLAS on the same inputs, interleaved; in-kernel clock from a level-1 run."""
+def timing_rows(s: Session, shapes, configs, dtypes, iters=50, label="timing"):
+    """Kernel(s) vs cuBLAS on the same inputs, alternating launch by launch; the in-kernel clock comes
+    from the instrumented twin(s) in the same alternation, NVML samples cover the whole alternation."""
     import torch
 
     from validation.hw_trace import decode, effective_clock_ghz
-    from validation.timing import interleaved, tflops
+    from validation.timing import alternating, tflops
     rows = []
     for dtype in dtypes:
         for (m, n, k) in shapes:
@@ -188,21 +189,28 @@ def timing_rows(s: Session, shapes, configs, dtypes, iters=50, rounds=2, label="
                 r = Runner(s.kernel(cfg, dtype)).prepare(a, b, c)
                 runners[cfg.name()] = r
                 fns[cfg.name()] = r.launch
-            it = iters if m * n * k >= 4096 ** 3 else iters * 4
-            t = interleaved(fns, it, rounds=rounds)
+            flop = 2.0 * m * n * k
+            it = max(iters, min(400, int(iters * (8192 ** 3 * 2.0) / flop)))
+            t = alternating(fns, it)
+            clock = t.pop("_clock")
+            kclk = None
             for name, r in runners.items():
                 if r.c.config.instrument:
                     sl = decode(r.trace_buffer(), r.cap, r.grid_ctas(m, n))
                     t[name]["in_kernel_clock"] = effective_clock_ghz(sl)
+                    kclk = kclk or t[name]["in_kernel_clock"]
             cb = t["cublas"]["ms_median"]
             for v in t.values():
                 v["tflops"] = tflops(m, n, k, v["ms_median"])
                 v["ratio_vs_cublas"] = cb / v["ms_median"]
-            row = {"dtype": dtype, "m": m, "n": n, "k": k, "results": t}
+            row = {"dtype": dtype, "m": m, "n": n, "k": k, "iters": it, "results": t, "nvml": clock,
+                   "in_kernel_clock": kclk}
             rows.append(row)
             best = max((x for x in t if x != "cublas"), key=lambda x: t[x]["tflops"])
+            kc = kclk.get("median_ghz") if kclk else None
             print(f"[{label}] {dtype} {m}x{n}x{k}: cublas {t['cublas']['tflops']:.0f} TF/s; best {best} "
-                  f"{t[best]['tflops']:.0f} TF/s ({t[best]['ratio_vs_cublas']:.3f}x)", flush=True)
+                  f"{t[best]['tflops']:.0f} TF/s ({t[best]['ratio_vs_cublas']:.3f}x); clock in-kernel {kc} GHz, "
+                  f"NVML {clock.get('nvml_sm_clock_mhz_median')} MHz", flush=True)
             s.res.setdefault(label, []).append(row)
             s.save()
     return rows
@@ -214,13 +222,14 @@ def phase_bench(s: Session, quick: bool):
     others = [(4096, 4096, 4096), (8192, 8192, 2048), (16384, 16384, 4096), (2048, 2048, 2048),
               (6144, 6144, 6144), (3000, 5000, 1000)]
     big = [TUNED, DEFAULT, KernelConfig(cluster_m=2, raster="m", swizzle=4), KernelConfig(cluster_m=1),
-           replace(TUNED, epilogue_tile_n=64), replace(TUNED, instrument=R.LEVEL_TILE)]
-    small = [TUNED, DEFAULT, replace(TUNED, instrument=R.LEVEL_TILE)]
+           replace(TUNED, epilogue_tile_n=64, epilogue_store_stages=2),
+           replace(TUNED, instrument=R.LEVEL_TILE)]
+    small = [TUNED, DEFAULT, replace(TUNED, tile_n=128), replace(TUNED, instrument=R.LEVEL_TILE)]
     if quick:
         others, big = others[:1], big[:2]
-    timing_rows(s, main, big, ("fp16", "bf16"), iters=40, rounds=5, label="bench")
-    timing_rows(s, others[:1], small, ("fp16", "bf16"), iters=40, rounds=4, label="bench")
-    timing_rows(s, others[1:], small, ("fp16",), iters=30, rounds=4, label="bench")
+    timing_rows(s, main, big, ("fp16", "bf16"), iters=100, label="bench")
+    timing_rows(s, others[:1], small, ("fp16", "bf16"), iters=100, label="bench")
+    timing_rows(s, others[1:], small, ("fp16",), iters=60, label="bench")
     s.res["bench_markdown"] = bench_markdown(s.res["bench"], s.res["env"])
     s.save()
 
@@ -228,7 +237,7 @@ def phase_bench(s: Session, quick: bool):
 def phase_overhead(s: Session, quick: bool):
     """Instrumentation overhead: the same config at levels 0, 1, 2, interleaved, same inputs."""
     cfgs = [TUNED, replace(TUNED, instrument=R.LEVEL_TILE), replace(TUNED, instrument=R.LEVEL_KBLOCK)]
-    rows = timing_rows(s, [(8192, 8192, 8192)], cfgs, ("fp16", "bf16"), iters=20, rounds=8, label="overhead")
+    rows = timing_rows(s, [(8192, 8192, 8192)], cfgs, ("fp16", "bf16"), iters=150, label="overhead")
     for row in rows:
         t = row["results"]
         base = t[TUNED.name()]["ms_median"]
@@ -241,25 +250,26 @@ def phase_overhead(s: Session, quick: bool):
 def bench_markdown(rows: list, env: dict) -> str:
     """The timing table as markdown: one line per (shape, dtype, kernel)."""
     lines = [f"Device: {env.get('device')}, driver {env.get('driver')}, nvidia-cutlass-dsl "
-             f"{env.get('nvidia_cutlass_dsl')}, torch {env.get('torch')}, {env.get('date_utc')}.",
-             "Same random-normal inputs for every kernel of a row group, runs interleaved "
-             "(rounds x iterations each), medians of per-launch CUDA-event times. `clock (kernel)`: "
-             "clock64/globaltimer read inside our instrumented twin run in the same interleave; "
-             "`clock (NVML)`: NVML SM clock sampled every 5 ms during each kernel's own runs.", "",
-             "| dtype | M x N x K | kernel | ms | TFLOP/s | vs cuBLAS | clock (kernel) GHz | clock (NVML) MHz | power W |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             f"{env.get('nvidia_cutlass_dsl')}, torch {env.get('torch')} (cuBLAS through torch.matmul(a, b.t())), "
+             f"{env.get('date_utc')}.", "",
+             "Per row group: the same random-normal inputs for every kernel, warm-up, then launches alternating "
+             "kernel by kernel (order rotating) `iters` times; per-launch CUDA-event times, median (p10-p90). "
+             "`clock in-kernel`: clock64 ticks over %globaltimer ns, median over CTAs, read by our instrumented "
+             "twin (`_trace-tile`) launched in the same alternation, so it is the clock every kernel of the "
+             "group ran at. `NVML`: SM clock sampled every 5 ms over the whole alternation (it reads higher than "
+             "the in-kernel clock under power capping; the in-kernel one is what turns cycles into time).", "",
+             "| dtype | M x N x K | kernel | ms median (p10-p90) | TFLOP/s | vs cuBLAS | clock in-kernel GHz | NVML MHz | iters |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         shape = f"{row['m']}x{row['n']}x{row['k']}"
-        kclk = next((v["in_kernel_clock"].get("median_ghz") for v in row["results"].values()
-                     if v.get("in_kernel_clock")), None)
+        kc = (row.get("in_kernel_clock") or {}).get("median_ghz")
+        nv = (row.get("nvml") or {}).get("nvml_sm_clock_mhz_median")
+        kc_s = f"{kc:.3f}" if kc else ""
+        nv_s = f"{nv:.0f}" if nv else ""
         for name, v in sorted(row["results"].items(), key=lambda kv: -kv[1]["tflops"]):
-            clk = f"{kclk:.3f}" if kclk and name != "cublas" else ""
-            nv = v.get("nvml_sm_clock_mhz_median")
-            pw = v.get("nvml_power_w_median")
-            nv_s = f"{nv:.0f}" if nv is not None else ""
-            pw_s = f"{pw:.0f}" if pw is not None else ""
-            lines.append(f"| {row['dtype']} | {shape} | {name} | {v['ms_median']:.3f} | {v['tflops']:.0f} | "
-                         f"{v['ratio_vs_cublas']:.3f} | {clk} | {nv_s} | {pw_s} |")
+            spread = f"{v['ms_median']:.3f} ({v.get('ms_p10', v['ms_median']):.3f}-{v.get('ms_p90', v['ms_median']):.3f})"
+            lines.append(f"| {row['dtype']} | {shape} | {name} | {spread} | {v['tflops']:.0f} | "
+                         f"{v['ratio_vs_cublas']:.3f} | {kc_s} | {nv_s} | {row.get('iters', '')} |")
     return "\n".join(lines) + "\n"
 
 

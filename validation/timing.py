@@ -102,5 +102,38 @@ def interleaved(fns: dict, iters: int, rounds: int = 2, warmup: int = 10) -> dic
     return res
 
 
+def alternating(fns: dict, iters: int, warmup: int = 10) -> dict:
+    """Time several launchers on the same inputs, alternating launch by launch (the order rotates
+    every iteration), so that every kernel sees the same clock and power state.
+
+    Returns ``{name: {"ms_median", "ms_p10", "ms_p90", "ms_min", "n"}}`` and, under ``"_clock"``,
+    the NVML clock/power summary of the whole alternation.
+    """
+    import torch
+    names = list(fns)
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    torch.cuda.synchronize()
+    ev = {n: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(iters)] for n in names}
+    with ClockSampler() as cs:
+        for i in range(iters):
+            for j in range(len(names)):
+                n = names[(i + j) % len(names)]
+                st, en = ev[n][i]
+                st.record()
+                fns[n]()
+                en.record()
+        torch.cuda.synchronize()
+    res = {}
+    for n in names:
+        t = sorted(st.elapsed_time(en) for st, en in ev[n])
+        res[n] = {"ms_median": statistics.median(t), "ms_p10": t[len(t) // 10], "ms_p90": t[(9 * len(t)) // 10],
+                  "ms_min": t[0], "n": len(t)}
+    res["_clock"] = cs.summary()
+    return res
+
+
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12

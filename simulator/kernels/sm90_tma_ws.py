@@ -55,8 +55,23 @@ Timing. Time is in SM cycles. The tensor core of an SM is shared by both consume
 (``Cta.tc_free``, as the SM100 model's): a warpgroup's K-block batch is ``(rows/64) x (tile_k/k)``
 ``wgmma m64nNk`` instructions, each ``max(2*64*N*k / mma_flops_per_clk_per_sm, SMEM operand bytes /
 smem_read_bytes_per_clk)`` cycles, completing ``mma_latency_cycles`` after its last instruction
-starts. The epilogue's register work (convert, stmatrix, C read) shares the SM's ALUs and SMEM
-port (``Cta.alu_free``). TMA loads and stores use the shared :class:`MemorySystem`.
+starts. Batches queue first come, first served: on hardware the two cooperative warpgroups'
+wgmma interleave instruction by instruction, so there both finish a K-block together, while here
+Consumer0's batch finishes half a K-block earlier (same SM throughput, same stage release time,
+since a stage is free only when both have released it; Consumer0 then waits that half K-block at
+the first epilogue barrier). The epilogue's register work (convert, stmatrix, C read) shares the
+SM's ALUs and SMEM port (``Cta.alu_free``). TMA loads and stores use the shared
+:class:`MemorySystem`. Not modelled: the kernel prologue (barrier init, cluster sync, descriptor
+prefetch), wgmma issue overhead.
+
+Trace spans (the kinds and wait names of ``validation/hw_trace.py``, so simulated and measured
+runs compare directly): ``tma_load`` issue -> bytes landed; ``mma`` (Consumer0/1) one warpgroup's
+K-block batch, issue -> completion; ``wait`` on ``mainloop.full``/``mainloop.empty``/``epi_load.*``/
+``load_order``/``math_order`` (mbarriers), ``mma.wait_group`` (the consumer idles on wgmma
+completion: tensor-core time, not a protocol stall), ``epilogue.barrier`` (named barrier),
+``epilogue.store_buffer`` (bulk wait_group.read, and ping-pong's per-tile store_tail),
+``epilogue.store_drain`` (final wait_group 0); ``epilogue`` one subtile, start -> TMA store issued;
+``tma_store`` issue -> written; ``acc_handoff`` accumulator complete (after mma_tail); ``tile``.
 
 Differences from CUTLASS C++ (the model follows the hardware twin):
 
@@ -412,7 +427,7 @@ class Consumer(Role):
         c = k.counts["mainloop"].consumer
         wgs = NUM_MMA_WARPGROUPS if not self.pingpong else 1
         self.release_count = max(1, c // (len(self.release_targets) * wgs))
-        # epi_load consumers: every thread of the warpgroup arrives (cooperative: 2 x 128 = 256).
+        # TMA store pipeline of the store thread (PipelineTmaStore: bulk groups, no mbarrier).
         self.stores: list[float] = []     # SMEM read-out times of stores possibly still reading
         self.last_write = 0.0             # when the latest-finishing store is written
 
