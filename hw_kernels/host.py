@@ -35,7 +35,7 @@ class KernelConfig:
     instrument: int = R.LEVEL_OFF
 
     def name(self) -> str:
-        lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock"}[self.instrument]
+        lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-epi"}[self.instrument]
         st = "" if self.mainloop_stages is None else f"_s{self.mainloop_stages}"
         st += "" if self.epilogue_store_stages == 4 else f"_st{self.epilogue_store_stages}"
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"

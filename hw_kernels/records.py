@@ -34,7 +34,8 @@ ROLES_PER_CTA = len(ROLE_SLOTS)
 #: Instrumentation levels (the kernel's compile-time ``instrument`` switch).
 LEVEL_OFF = 0      # no records, no clock reads: the production kernel
 LEVEL_TILE = 1     # per-tile records only (a few per tile per role: tile span, accumulator ready, tails)
-LEVEL_KBLOCK = 2   # + one record per K-block per role (every mainloop barrier wait) and per epilogue subtile
+LEVEL_KBLOCK = 2   # + one record per K-block per role (every mainloop barrier wait)
+LEVEL_EPILOGUE = 3  # + one record per epilogue subtile (costs the epilogue some overlap)
 
 # Record kinds (w0 & 0xff) and what w2..w7 hold for each.
 HEADER = 1        # w1 = smid, w2,w3 = clock64 lo,hi at role start, w4,w5 = globaltimer lo,hi,
@@ -54,11 +55,12 @@ C_TILE = 21       # consumer WG, per tile: w2 = tile start (before the first ful
                   # w3 = accumulator ready (wait_group(0) returned, last stage released),
                   # w4 = epilogue done (last subtile's store issued / barrier passed),
                   # w5 = gt_begin, w6 = gt_end, w7 = number of K-blocks
-C_EPI = 22        # (level 2) consumer WG, per epilogue subtile (index = subtile in the tile, stage = SMEM
-                  # store buffer): w2 = start (registers -> convert), w3 = written to SMEM
-                  # (stmatrix + fence.proxy.async), w4 = epilogue named barrier passed,
-                  # w5 = TMA store issued and committed (store thread only, else 0),
-                  # w6 = store-buffer wait done (cp.async.bulk.wait_group.read; store thread only)
+C_EPI = 22        # (level 3) consumer WG, per epilogue subtile (index = subtile in the tile, stage = SMEM
+                  # store buffer): w2 = w3 = written to SMEM (registers -> convert -> stmatrix ->
+                  # fence.proxy.async done; the subtile's start is the previous record's w4/w5),
+                  # w4 = epilogue named barrier passed, w5 = TMA store issued and committed (store
+                  # thread; = w4 otherwise), w6 = store-buffer wait done (cp.async.bulk.wait_group.read;
+                  # store thread; = w3 otherwise)
 C_STORE_TAIL = 23  # store thread at exit: w2 = start, w3 = all TMA stores complete (wait_group 0)
 
 KIND_NAMES: dict[int, str] = {
@@ -86,5 +88,7 @@ def slice_capacity(tiles_per_cta: int, k_blocks: int, epi_subtiles: int, level: 
     """Records one slice needs for a CTA that runs ``tiles_per_cta`` tiles (with margin)."""
     per_tile = 1
     if level >= LEVEL_KBLOCK:
-        per_tile += k_blocks + epi_subtiles
+        per_tile += k_blocks
+    if level >= LEVEL_EPILOGUE:
+        per_tile += epi_subtiles
     return FIRST_DATA_RECORD + tiles_per_cta * per_tile + 4

@@ -384,7 +384,10 @@ class Sm90TmaWsGemm:
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                 warpgroup.fence()
 
-                # K-block 0: nothing older to retire.
+                # K-block 0: nothing older to retire. Each K-block's record is written one
+                # iteration later, after the next K-block's wgmma are queued: between wait_group(1)
+                # returning and the next issue the tensor cores have only one K-block of work left,
+                # so code there stalls them (measured: ~45 cycles per K-block when written here).
                 f0 = self._now(R.LEVEL_KBLOCK)
                 mainloop.consumer_wait(read)
                 f1 = self._now(R.LEVEL_KBLOCK)
@@ -392,12 +395,13 @@ class Sm90TmaWsGemm:
                     cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
                               tCrB[(None, None, kb, read.index)], acc)
                 warpgroup.commit_group()
-                if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
-                    f2 = self._now(R.LEVEL_KBLOCK)
-                    if writer:
-                        self._record(trace, slice_base, pos, trace_capacity,
-                                     R.C_KBLOCK | (read.index << 8), tile_word, f0, f1, f2, f2, f2, f2)
-                    pos += 1
+                f2 = self._now(R.LEVEL_KBLOCK)
+                prev_w0 = R.C_KBLOCK | (read.index << 8)
+                p0 = f0
+                p1 = f1
+                p2 = f2
+                p3 = f2
+                p4 = f2
                 read.advance()
                 # K-blocks 1..: keep one wgmma group in flight, release the stage it finished.
                 for k in cutlass.range(1, k_tiles, unroll=1):
@@ -409,21 +413,31 @@ class Sm90TmaWsGemm:
                                   tCrB[(None, None, kb, read.index)], acc)
                     warpgroup.commit_group()
                     t2 = self._now(R.LEVEL_KBLOCK)
+                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
+                                         p0, p1, p2, p3, p4, p4)
+                        pos += 1
                     warpgroup.wait_group(1)
                     t3 = self._now(R.LEVEL_KBLOCK)
                     mainloop.consumer_release(release)
-                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
-                        t4 = self._now(R.LEVEL_KBLOCK)
-                        if writer:
-                            self._record(trace, slice_base, pos, trace_capacity,
-                                         R.C_KBLOCK | (read.index << 8) | (k << 16), tile_word,
-                                         t0, t1, t2, t3, t4, t4)
-                        pos += 1
+                    t4 = self._now(R.LEVEL_KBLOCK)
+                    prev_w0 = R.C_KBLOCK | (read.index << 8) | (k << 16)
+                    p0 = t0
+                    p1 = t1
+                    p2 = t2
+                    p3 = t3
+                    p4 = t4
                     release.advance()
                     read.advance()
                 warpgroup.wait_group(0)
                 mainloop.consumer_release(release)
                 release.advance()
+                if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                    if writer:
+                        self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
+                                     p0, p1, p2, p3, p4, p4)
+                    pos += 1
                 t_acc = self._now(R.LEVEL_TILE)
 
                 # (tma values, subtiles) of this output tile, subtiles of tile_m x epi_n
@@ -431,7 +445,6 @@ class Sm90TmaWsGemm:
                     tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
                     cute.zipped_divide(gC[(None, None, tm, tn)], self.epi_tile))
                 for j in cutlass.range_constexpr(n_sub):
-                    e0 = self._now(R.LEVEL_KBLOCK)
                     for v in cutlass.range_constexpr(sub_size):
                         sub_f32[v] = tRS_acc[j * sub_size + v]
                     sub_out.store(sub_f32.load().to(self.c_dtype))
@@ -439,26 +452,28 @@ class Sm90TmaWsGemm:
                     cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
                     # stmatrix writes through the generic proxy, TMA reads through the async proxy.
                     cute.arch.fence_proxy("async.shared", space="cta")
-                    e1 = self._now(R.LEVEL_KBLOCK)
+                    # (level 3) few clock reads here: each is volatile and costs the epilogue its
+                    # overlap between subtiles.
+                    e1 = self._now(R.LEVEL_EPILOGUE)
                     e4 = e1
                     if is_store_thread:
                         # Stores <= g-1 issued; allow store_stages-2 in flight so that the buffer
                         # the next subtile writes (after the barrier below) has been read out.
                         cute.arch.cp_async_bulk_wait_group(self.store_stages - 2, read=True)
-                        if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
-                            e4 = self._now(R.LEVEL_KBLOCK)
+                        if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
+                            e4 = self._now(R.LEVEL_EPILOGUE)
                     epi_barrier.arrive_and_wait()
-                    e2 = self._now(R.LEVEL_KBLOCK)
+                    e2 = self._now(R.LEVEL_EPILOGUE)
                     e3 = e2
                     if is_store_thread:
                         cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, j)])
                         cute.arch.cp_async_bulk_commit_group()
-                        if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
-                            e3 = self._now(R.LEVEL_KBLOCK)
-                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                        if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
+                            e3 = self._now(R.LEVEL_EPILOGUE)
+                    if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
                         if writer:
                             self._record(trace, slice_base, pos, trace_capacity,
-                                         R.C_EPI | (buf << 8) | (j << 16), tile_word, e0, e1, e2, e3, e4, e4)
+                                         R.C_EPI | (buf << 8) | (j << 16), tile_word, e1, e1, e2, e3, e4, e4)
                         pos += 1
                 sub_count += n_sub
                 if cutlass.const_expr(level >= R.LEVEL_TILE):
@@ -594,8 +609,8 @@ class Sm90TmaWsGemm:
         if epilogue_store_stages < 2:
             p.append(f"epilogue_store_stages={epilogue_store_stages}: must be >= 2 (one buffer written "
                      "while one is stored)")
-        if instrument not in (R.LEVEL_OFF, R.LEVEL_TILE, R.LEVEL_KBLOCK):
-            p.append(f"instrument={instrument}: must be 0 (off), 1 (tiles) or 2 (K-blocks)")
+        if instrument not in (R.LEVEL_OFF, R.LEVEL_TILE, R.LEVEL_KBLOCK, R.LEVEL_EPILOGUE):
+            p.append(f"instrument={instrument}: must be 0 (off), 1 (tiles), 2 (K-blocks) or 3 (+ epilogue subtiles)")
         return p
 
     @staticmethod

@@ -4,13 +4,16 @@ Layout (DESIGN.md, "One trace format"):
 
 * one **process** per SM, named ``"SM 12 (cluster 6, CTA 0)"`` and sorted by SM; device-wide
   counters (``sm == -1``, e.g. ``hbm_gbps``) live in a ``"Device"`` process sorted first;
-* one **thread** per warp role for what the warp itself does (its ``wait`` spans, named
-  ``"wait mainloop.full[1]"``, and its ``prologue``), sorted Sched, MainloopLoad, MMA,
-  EpilogueLoad, Epilogue (SM90: MainloopLoad, EpilogueLoad, Consumer0, Consumer1);
-* below it, the role's asynchronous work in flight (``"TMA load k=3 [stage 1]"``,
-  ``"MMA k=3 [stage 1]"``, epilogue subtiles, TMA stores, CLC queries) on lanes such as
+* one **thread** per warp role for what the warp itself does: its ``wait`` spans (named
+  ``"wait mainloop.full[1]"``), its ``prologue``, and every kind of work that nests with them
+  (e.g. ``"Epilogue sub=2 [stage 0]"`` with a store-buffer wait inside it); threads sort Sched,
+  MainloopLoad, MMA, EpilogueLoad, Epilogue (SM90: MainloopLoad, EpilogueLoad, Consumer0,
+  Consumer1);
+* below it, the role's work in flight that overlaps its waits (``"TMA load k=3 [stage 1]"``,
+  ``"MMA k=3 [stage 1]"`` queued on the tensor core, TMA stores, CLC queries) on lanes such as
   ``"MainloopLoad · tma_load stage 1"``: Perfetto needs the slices of one thread to nest, and
-  loads of different stages are in flight at the same time;
+  loads of different stages are in flight at the same time (layout:
+  :func:`simulator.breakdown.role_tracks`, shared with the Gantt plot);
 * a ``"<role> · tiles"`` thread with one slice per output tile, and instant events for
   accumulator hand-offs;
 * **counter** tracks from :meth:`Trace.counters` (``mainloop.stages_full`` per SM, ``hbm_gbps``);

@@ -94,6 +94,7 @@ class Trace:
             self.meta["clock_ghz"] = float(clock_ghz)
         self._rows: list[tuple] = []
         self._cols: dict[str, np.ndarray] | None = None
+        self._rows_stale = False   # True when _cols holds data that _rows does not
         # Counter samples: (sm, name, time_cycle, time_ns, value); sm = -1 for device-wide counters
         # such as HBM bandwidth in use. A counter holds its value until its next sample.
         self._counters: list[tuple] = []
@@ -103,6 +104,8 @@ class Trace:
             end_cycle: float, *, tile: tuple[int, int, int] | None = None, k_block: int = -1,
             stage: int = -1, barrier: str = "") -> None:
         """Append a span measured in cycles (the simulator's unit); nanoseconds follow from the clock."""
+        if self._rows_stale:
+            self._materialize_rows()
         tm, tn, tl = tile if tile is not None else (-1, -1, -1)
         self._rows.append((sm, cta, cluster, role, kind, tm, tn, tl, k_block, stage,
                            None, None, float(start_cycle), float(end_cycle), barrier))
@@ -113,6 +116,8 @@ class Trace:
                tile: tuple[int, int, int] | None = None, k_block: int = -1, stage: int = -1,
                barrier: str = "") -> None:
         """Append a span measured in nanoseconds (measured traces), cycles optional."""
+        if self._rows_stale:
+            self._materialize_rows()
         tm, tn, tl = tile if tile is not None else (-1, -1, -1)
         self._rows.append((sm, cta, cluster, role, kind, tm, tn, tl, k_block, stage,
                            float(start_ns), float(end_ns), float(start_cycle), float(end_cycle), barrier))
@@ -143,6 +148,8 @@ class Trace:
         }
 
     def extend_rows(self, rows: Iterable[tuple]) -> None:
+        if self._rows_stale:
+            self._materialize_rows()
         for r in rows:
             if len(r) != len(COLUMNS):
                 raise TraceFormatError(f"row has {len(r)} fields, the format has {len(COLUMNS)}: {r!r}")
@@ -157,6 +164,13 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self._rows) if self._cols is None else len(self._cols["sm"])
+
+    def _materialize_rows(self) -> None:
+        """Rows from columns (only needed before appending to a trace that was loaded as columns)."""
+        if self._cols is not None and self._rows_stale:
+            cols = self._cols
+            self._rows = [tuple(r) for r in zip(*(cols[c].tolist() for c in COLUMNS), strict=True)]
+            self._rows_stale = False
 
     def columns(self) -> dict[str, np.ndarray]:
         """The trace as numpy columns (cached until the next append)."""
@@ -183,8 +197,8 @@ class Trace:
             cols["start_ns"][ns_missing] = cols["start_cycle"][ns_missing] / clk
             cols["end_ns"][ns_missing] = cols["end_cycle"][ns_missing] / clk
         self._cols = cols
-        # Keep rows in sync with the columns so that later appends see the filled nanoseconds.
-        self._rows = [tuple(r) for r in zip(*(cols[c].tolist() for c in COLUMNS), strict=True)] if rows else []
+        # The rows are rebuilt from the columns (with nanoseconds filled) only if someone appends.
+        self._rows_stale = bool(rows)
         return cols
 
     def spans(self) -> Iterator[Span]:
@@ -197,7 +211,8 @@ class Trace:
         """A new trace holding the rows where ``mask`` is true (same metadata)."""
         cols = self.columns()
         out = Trace(self.meta)
-        out._rows = [tuple(r) for r in zip(*(cols[c][mask].tolist() for c in COLUMNS), strict=True)]
+        out._cols = {c: cols[c][mask] for c in COLUMNS}
+        out._rows_stale = True
         out._counters = list(self._counters)
         return out
 
@@ -239,8 +254,18 @@ class Trace:
         if missing:
             raise TraceFormatError(f"{path}: missing columns {missing}; a trace has {COLUMNS}")
         out = cls(json.loads(str(data["meta"])))
-        lists = [data[c].tolist() for c in COLUMNS]
-        out._rows = [tuple(r) for r in zip(*lists, strict=True)]
+        cols = {}
+        for c in COLUMNS:
+            a = data[c]
+            if c in _STR_COLUMNS:
+                a = a.astype(str)
+            elif c in _INT_COLUMNS:
+                a = a.astype(np.int64)
+            else:
+                a = a.astype(np.float64)
+            cols[c] = a
+        out._cols = cols
+        out._rows_stale = True
         if "counter_sm" in data.files:
             cl = [data[f"counter_{k}"].tolist() for k in ("sm", "name", "cycle", "ns", "value")]
             out._counters = [tuple(r) for r in zip(*cl, strict=True)]

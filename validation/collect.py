@@ -65,6 +65,8 @@ class Session:
         self.path = out / RESULTS
         self.res = json.loads(self.path.read_text()) if self.path.exists() else {}
         self.res.setdefault("env", environment(command))
+        self.res["env"]["command"] = command  # the latest phase run into this folder
+        self.res.setdefault("commands", []).append(command)
         self._kernels: dict = {}
 
     def save(self):
@@ -144,8 +146,9 @@ def phase_check(s: Session, quick: bool):
                KernelConfig(tile_n=128, cluster_m=2, cluster_n=2, swizzle=8),
                KernelConfig(cluster_m=2, swizzle=4, epilogue_tile_n=64, epilogue_store_stages=2),
                KernelConfig(tile_n=192, cluster_m=1, raster="n"),
-               KernelConfig(cluster_m=1, instrument=R.LEVEL_KBLOCK),
-               replace(TUNED, instrument=R.LEVEL_KBLOCK), replace(TUNED, instrument=R.LEVEL_TILE)]
+               KernelConfig(cluster_m=1, instrument=R.LEVEL_EPILOGUE),
+               replace(TUNED, instrument=R.LEVEL_KBLOCK), replace(TUNED, instrument=R.LEVEL_TILE),
+               replace(TUNED, instrument=R.LEVEL_EPILOGUE)]
     if quick:
         configs = configs[:2]
     rows = []
@@ -236,7 +239,8 @@ def phase_bench(s: Session, quick: bool):
 
 def phase_overhead(s: Session, quick: bool):
     """Instrumentation overhead: the same config at levels 0, 1, 2, interleaved, same inputs."""
-    cfgs = [TUNED, replace(TUNED, instrument=R.LEVEL_TILE), replace(TUNED, instrument=R.LEVEL_KBLOCK)]
+    cfgs = [TUNED, replace(TUNED, instrument=R.LEVEL_TILE), replace(TUNED, instrument=R.LEVEL_KBLOCK),
+            replace(TUNED, instrument=R.LEVEL_EPILOGUE)]
     rows = timing_rows(s, [(8192, 8192, 8192)], cfgs, ("fp16", "bf16"), iters=150, label="overhead")
     for row in rows:
         t = row["results"]
@@ -315,17 +319,81 @@ def phase_trace(s: Session, cfg: KernelConfig, shape, dtype="fp16", tag=None):
     return tr
 
 
+def publish(run_dir: Path, dest: Path, trace_raw: str | None = None, min_wait_cycles: int = 0) -> list[Path]:
+    """Write a finished GPU run's results into ``dest`` (validation/results): the benchmark table
+    (md + json), the overhead and correctness tables, and one measured trace (.npz, shared format)
+    with its metadata (json + md). Runs on a CPU from what collect wrote."""
+    from validation.hw_trace import load_raw, summarize, to_trace
+    res = json.loads((run_dir / RESULTS).read_text())
+    env = res["env"]
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    if res.get("bench"):
+        (dest / "hw_vs_cublas.md").write_text("# Hardware kernel vs cuBLAS (H200)\n\n" + bench_markdown(res["bench"], env)
+                                              + "\nCommand: `python benchmarks/hw_vs_cublas.py --out OUT` "
+                                              "(or `python -m validation.collect --phase bench`).\n")
+        (dest / "hw_vs_cublas.json").write_text(json.dumps({"env": env, "bench": res["bench"]}, indent=1))
+        out += [dest / "hw_vs_cublas.md", dest / "hw_vs_cublas.json"]
+    if res.get("overhead") or res.get("check"):
+        summary = {"env": env, "overhead": res.get("overhead"),
+                   "check": {"passed": sum(r["ok"] for r in res.get("check", [])),
+                             "total": len(res.get("check", [])), "rows": res.get("check")}}
+        (dest / "hw_checks_and_overhead.json").write_text(json.dumps(summary, indent=1))
+        out.append(dest / "hw_checks_and_overhead.json")
+    if trace_raw:
+        buf, meta = load_raw(run_dir / trace_raw)
+        tr = to_trace(buf, meta, min_wait_cycles=min_wait_cycles)
+        tr.meta["summary"] = summarize(tr)
+        tr.meta["min_wait_cycles"] = min_wait_cycles
+        tr.meta["collect_command"] = env.get("command")
+        name = "measured_" + trace_raw.removeprefix("raw_").removesuffix(".npz")
+        tr.save(dest / f"{name}.npz")
+        info = {k: v for k, v in tr.meta.items()}
+        (dest / f"{name}.json").write_text(json.dumps(info, indent=1, default=str))
+        s = tr.meta["summary"]
+        clk = tr.meta["effective_clock"]
+        p = meta["problem"]
+        lines = [f"# Measured run: {meta['config_name']} {meta['dtype']} {p['m']}x{p['n']}x{p['k']}", "",
+                 f"- device: {meta.get('device')}, driver {meta.get('driver')}, nvidia-cutlass-dsl {meta.get('dsl_version')}",
+                 f"- date: {env.get('date_utc')}; command: `{env.get('command')}` (phase trace)",
+                 f"- kernel time (CUDA events, one launch after 3 warm-ups): {meta['kernel_ms_events'] * 1e3:.1f} us",
+                 f"- effective SM clock (clock64 / globaltimer, median over {clk.get('slices')} role slices): "
+                 f"{clk.get('median_ghz'):.3f} GHz (min {clk.get('min_ghz'):.3f}, max {clk.get('max_ghz'):.3f})",
+                 f"- CTAs: {meta['ctas']}, mainloop stages: {meta['mainloop_stages']}, "
+                 f"instrumentation level: {meta['config']['instrument']}, records dropped: {tr.meta['dropped_records']}",
+                 f"- spans: {len(tr)} (waits shorter than {min_wait_cycles} cycles dropped); trace duration "
+                 f"{s['duration_ns'] / 1e3:.1f} us", "", "| role | tile median us | wait fraction | waits (us, summed over CTAs) |",
+                 "| --- | ---: | ---: | --- |"]
+        for role, r in s.get("roles", {}).items():
+            tile = r.get("tile_ns", {}).get("median")
+            waits = ", ".join(f"{b}: {v / 1e3:.0f}" for b, v in r["wait_ns_by_barrier"].items())
+            wf = r.get("wait_fraction")
+            lines.append(f"| {role} | {tile / 1e3 if tile else float('nan'):.2f} | {wf if wf is not None else float('nan'):.3f} | {waits} |")
+        lines += ["", "Span meanings: see `span_semantics` in the JSON and validation/hw_trace.py."]
+        (dest / f"{name}.md").write_text("\n".join(lines) + "\n")
+        out += [dest / f"{name}.npz", dest / f"{name}.json", dest / f"{name}.md"]
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "collect_out"), help="output folder")
     ap.add_argument("--phase", default="all", choices=["smoke", "check", "bench", "overhead", "trace", "all"])
     ap.add_argument("--quick", action="store_true", help="fewer configs and shapes")
+    ap.add_argument("--publish", metavar="RUN_DIR", help="(CPU) write RUN_DIR's results into --out "
+                    "(e.g. validation/results) instead of running anything")
+    ap.add_argument("--trace-raw", help="with --publish: the raw_*.npz of RUN_DIR to convert and commit")
+    ap.add_argument("--min-wait-cycles", type=int, default=0, help="with --publish: drop shorter waits")
     a = ap.parse_args(argv)
+    if a.publish:
+        for p in publish(Path(a.publish), Path(a.out), a.trace_raw, a.min_wait_cycles):
+            print(f"wrote {p} ({p.stat().st_size / 1e6:.2f} MB)")
+        return 0
     s = Session(Path(a.out), " ".join(["python -m validation.collect", *(argv or sys.argv[1:])]))
     print("env:", json.dumps(s.res["env"]), flush=True)
     if a.phase == "smoke":
-        for cfg in (replace(TUNED, instrument=R.LEVEL_KBLOCK), DEFAULT):
+        for cfg in (replace(TUNED, instrument=R.LEVEL_EPILOGUE), DEFAULT):
             r = check_one(s, cfg, "fp16", 1000, 1032, 520, 7)
             print("smoke", json.dumps(r), flush=True)
             s.res.setdefault("smoke", []).append(r)
@@ -338,7 +406,7 @@ def main(argv=None) -> int:
     if a.phase in ("overhead", "all"):
         phase_overhead(s, a.quick)
     if a.phase in ("trace", "all"):
-        phase_trace(s, replace(TUNED, instrument=R.LEVEL_KBLOCK), (4096, 4096, 4096))
+        phase_trace(s, replace(TUNED, instrument=R.LEVEL_EPILOGUE), (4096, 4096, 2048))
         phase_trace(s, replace(TUNED, instrument=R.LEVEL_TILE), (8192, 8192, 8192))
     s.save()
     return 0
