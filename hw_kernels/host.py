@@ -1,12 +1,11 @@
 """Host side of the hardware kernels: compile (on a GPU, or for sm_90a on a CPU), launch, read records.
 
-Needs nvidia-cutlass-dsl and torch. ``compile_sm90`` works without a GPU when ``CUTE_DSL_ARCH=sm_90a``
-is set (then it compiles against a fake stream and CPU tensors; the result can only be inspected).
+Needs nvidia-cutlass-dsl and torch. ``compile_sm90`` works without a GPU (it then compiles for sm_90a
+against a fake stream and CPU tensors; the result can only be inspected: ``.ptx``, cubin).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 
 from . import records as R
@@ -33,11 +32,13 @@ class KernelConfig:
     epilogue_tile_n: int = 32
     epilogue_store_stages: int = 4
     instrument: int = R.LEVEL_OFF
+    instrument_roles: str = "all"  # diagnostics: which roles write K-block records (level >= 2)
 
     def name(self) -> str:
         lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-epi"}[self.instrument]
         st = "" if self.mainloop_stages is None else f"_s{self.mainloop_stages}"
         st += "" if self.epilogue_store_stages == 4 else f"_st{self.epilogue_store_stages}"
+        lvl += "" if self.instrument_roles == "all" else f"-{self.instrument_roles}"
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
                 f"_r{self.raster[0]}_sw{self.swizzle}_e{self.epilogue_tile_n}{st}{lvl}")
 
@@ -72,7 +73,7 @@ def to_cute(t, align: int = 16):
 
 
 def max_active_clusters(cluster_size: int) -> int:
-    if os.environ.get("CUTE_DSL_ARCH") and not _have_gpu():
+    if not _have_gpu():
         return H200_SMS // cluster_size
     import cutlass.utils
     return cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
@@ -109,7 +110,14 @@ def compile_sm90(cfg: KernelConfig, dtype: str = "fp16", m: int = 512, n: int = 
     else:
         stream = cute.runtime.make_fake_stream()
     import cutlass
-    opts = "--keep-ptx --keep-cubin" if keep else None
+    opts = []
+    if keep:
+        opts.append("--keep-ptx --keep-cubin")
+    if not gpu:
+        # Without a GPU the DSL compiles for CUTE_DSL_ARCH (default sm_100a), read once per process:
+        # name the target per compile so that sm_90a and sm_100a kernels can share a test session.
+        opts.append("--gpu-arch sm_90a")
+    opts = " ".join(opts) or None
     sched = [cutlass.Int32(x) for x in cfg.schedule_for(m, n).kernel_args()]
     fn = cute.compile(kern, to_cute(a), to_cute(b), to_cute(c), to_cute(trace, 32), cutlass.Int32(8), *sched,
                       mac, stream, options=opts)

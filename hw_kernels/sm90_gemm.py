@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 
 import cutlass
+import cutlass.memory
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils as utils
 import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Int32, Int64
+from cutlass.tensor_utils import LayoutEnum
 
 from . import records as R
 
@@ -98,9 +100,11 @@ class Sm90TmaWsGemm:
     def __init__(self, tile_m: int = 128, tile_n: int = 256, tile_k: int = 64, cluster_m: int = 2,
                  cluster_n: int = 1, schedule: str = "cooperative", mainloop_stages: int | None = None,
                  raster: str = "heuristic", swizzle: int = 1, epilogue_tile_n: int = 32,
-                 epilogue_store_stages: int = 4, instrument: int = R.LEVEL_OFF):
+                 epilogue_store_stages: int = 4, instrument: int = R.LEVEL_OFF, instrument_roles: str = "all"):
         problems = self.config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster,
                                         swizzle, epilogue_tile_n, epilogue_store_stages, instrument)
+        if instrument_roles not in ("all", "producer", "consumers"):
+            problems.append(f"instrument_roles={instrument_roles!r}: must be 'all', 'producer' or 'consumers'")
         if problems:
             raise ValueError("; ".join(problems))
         self.tile_m, self.tile_n, self.tile_k = tile_m, tile_n, tile_k
@@ -112,6 +116,9 @@ class Sm90TmaWsGemm:
         # to the kernel as integers; they are kept here for naming only.
         self.epi_n, self.store_stages = epilogue_tile_n, epilogue_store_stages
         self.instrument = instrument
+        # Diagnostics: which roles write K-block records at level >= 2 ("all", "producer", "consumers").
+        self.kblock_producer = instrument >= R.LEVEL_KBLOCK and instrument_roles in ("all", "producer")
+        self.kblock_consumers = instrument >= R.LEVEL_KBLOCK and instrument_roles in ("all", "consumers")
         self.acc_dtype = cutlass.Float32
         # Two consumer warpgroups stacked along M (64 rows each): the cooperative schedule.
         self.consumer_wgs = 2
@@ -124,13 +131,13 @@ class Sm90TmaWsGemm:
         self.mcast_a = cluster_n  # A[tile_m, :] is shared by the CTAs of one cluster row
         self.mcast_b = cluster_m  # B[tile_n, :] is shared by the CTAs of one cluster column
         self.arrivals = mainloop_arrival_counts(cluster_m, cluster_n, self.consumer_wgs)
-        self.smem_capacity = utils.get_smem_capacity_in_bytes("sm_90")
+        self.smem_capacity = cutlass.memory.get_smem_capacity_in_bytes("sm_90")
 
     def _setup_attributes(self):
         """Everything that depends on the element types: MMA, stage count, SMEM layouts."""
         # wgmma m64nNk16, one atom per consumer warpgroup, stacked along M.
         self.tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            self.ab_dtype, self.ab_dtype, warpgroup.OperandMajorMode.K, warpgroup.OperandMajorMode.K,
+            self.ab_dtype, self.ab_dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K,
             self.acc_dtype, (self.consumer_wgs, 1, 1), tiler_mn=(64, self.tile_n))
         self.tile_shape_mnk = (self.tile_m, self.tile_n, self.tile_k)
         self.epi_tile = (self.tile_m, self.epi_n)
@@ -146,13 +153,13 @@ class Sm90TmaWsGemm:
 
         def k_major_staged(rows, dtype):
             atom = warpgroup.make_smem_layout_atom(
-                sm90_utils.get_smem_layout_atom(utils.LayoutEnum.ROW_MAJOR, dtype, self.tile_k), dtype)
+                sm90_utils.get_smem_layout_atom(LayoutEnum.ROW_MAJOR, dtype, self.tile_k), dtype)
             return cute.tile_to_shape(atom, (rows, self.tile_k, self.stages), order=(0, 1, 2))
 
         self.a_smem_staged = k_major_staged(self.tile_m, self.ab_dtype)
         self.b_smem_staged = k_major_staged(self.tile_n, self.ab_dtype)
         c_atom = warpgroup.make_smem_layout_atom(
-            sm90_utils.get_smem_layout_atom(utils.LayoutEnum.ROW_MAJOR, self.c_dtype, self.epi_n),
+            sm90_utils.get_smem_layout_atom(LayoutEnum.ROW_MAJOR, self.c_dtype, self.epi_n),
             self.c_dtype)
         self.c_smem_staged = cute.tile_to_shape(c_atom, (*self.epi_tile, self.store_stages),
                                                 order=(0, 1, 2))
@@ -231,7 +238,7 @@ class Sm90TmaWsGemm:
         a_mask = cute.make_layout_image_mask(cta_layout, cta_coord, mode=1) if self.mcast_a > 1 else 0
         b_mask = cute.make_layout_image_mask(cta_layout, cta_coord, mode=0) if self.mcast_b > 1 else 0
 
-        smem = utils.SmemAllocator()
+        smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
         mainloop = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.mainloop_barriers.data_ptr(),
@@ -298,17 +305,17 @@ class Sm90TmaWsGemm:
                 t_tile0 = self._now(R.LEVEL_TILE)
                 gt_tile0 = self._gt_lo()
                 for k in cutlass.range(k_tiles, unroll=1):
-                    t0 = self._now(R.LEVEL_KBLOCK)
+                    t0 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
                     mainloop.producer_acquire(state)
-                    t1 = self._now(R.LEVEL_KBLOCK)
+                    t1 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
                     bar = mainloop.producer_get_barrier(state)
                     cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar,
                               mcast_mask=a_mask)
                     cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar,
                               mcast_mask=b_mask)
                     mainloop.producer_commit(state)
-                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
-                        t2 = self._now(R.LEVEL_KBLOCK)
+                    if cutlass.const_expr(self.kblock_producer):
+                        t2 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
                         if writer:
                             self._record(trace, slice_base, pos, trace_capacity,
                                          R.P_KBLOCK | (state.index << 8) | (k << 16), tile_word,
@@ -351,7 +358,7 @@ class Sm90TmaWsGemm:
             k_blocks = cute.size(tCrA, mode=[2])
 
             # Epilogue: accumulator registers -> stmatrix -> sC buffer -> TMA store.
-            r2s_atom = sm90_utils.sm90_get_smem_store_op(utils.LayoutEnum.ROW_MAJOR, elem_ty_d=self.c_dtype,
+            r2s_atom = sm90_utils.sm90_get_smem_store_op(LayoutEnum.ROW_MAJOR, elem_ty_d=self.c_dtype,
                                                          elem_ty_acc=self.acc_dtype)
             stm_atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.c_dtype)
             r2s = cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom(stm_atom, tiled_mma))
@@ -388,14 +395,14 @@ class Sm90TmaWsGemm:
                 # iteration later, after the next K-block's wgmma are queued: between wait_group(1)
                 # returning and the next issue the tensor cores have only one K-block of work left,
                 # so code there stalls them (measured: ~45 cycles per K-block when written here).
-                f0 = self._now(R.LEVEL_KBLOCK)
+                f0 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                 mainloop.consumer_wait(read)
-                f1 = self._now(R.LEVEL_KBLOCK)
+                f1 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                 for kb in cutlass.range_constexpr(k_blocks):
                     cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
                               tCrB[(None, None, kb, read.index)], acc)
                 warpgroup.commit_group()
-                f2 = self._now(R.LEVEL_KBLOCK)
+                f2 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                 prev_w0 = R.C_KBLOCK | (read.index << 8)
                 p0 = f0
                 p1 = f1
@@ -405,23 +412,23 @@ class Sm90TmaWsGemm:
                 read.advance()
                 # K-blocks 1..: keep one wgmma group in flight, release the stage it finished.
                 for k in cutlass.range(1, k_tiles, unroll=1):
-                    t0 = self._now(R.LEVEL_KBLOCK)
+                    t0 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                     mainloop.consumer_wait(read)
-                    t1 = self._now(R.LEVEL_KBLOCK)
+                    t1 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                     for kb in cutlass.range_constexpr(k_blocks):
                         cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
                                   tCrB[(None, None, kb, read.index)], acc)
                     warpgroup.commit_group()
-                    t2 = self._now(R.LEVEL_KBLOCK)
-                    if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                    t2 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                    if cutlass.const_expr(self.kblock_consumers):
                         if writer:
                             self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
                                          p0, p1, p2, p3, p4, p4)
                         pos += 1
                     warpgroup.wait_group(1)
-                    t3 = self._now(R.LEVEL_KBLOCK)
+                    t3 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                     mainloop.consumer_release(release)
-                    t4 = self._now(R.LEVEL_KBLOCK)
+                    t4 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                     prev_w0 = R.C_KBLOCK | (read.index << 8) | (k << 16)
                     p0 = t0
                     p1 = t1
@@ -433,7 +440,7 @@ class Sm90TmaWsGemm:
                 warpgroup.wait_group(0)
                 mainloop.consumer_release(release)
                 release.advance()
-                if cutlass.const_expr(level >= R.LEVEL_KBLOCK):
+                if cutlass.const_expr(self.kblock_consumers):
                     if writer:
                         self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
                                      p0, p1, p2, p3, p4, p4)
@@ -501,11 +508,11 @@ class Sm90TmaWsGemm:
                                         t_start, gt_start, tiles_done)
 
     # ------------------------------------------------------------------ helpers
-    def _now(self, level: int):
+    def _now(self, level: int, enabled: bool = True):
         """The SM clock (low 32 bits: one register, CS2R.32) when the instrumentation level records this
         timestamp, else a constant: a clock read is volatile, so an unused one would still cost an
         instruction in the production kernel."""
-        return cute.arch.clock() if self.instrument >= level else Int32(0)
+        return cute.arch.clock() if self.instrument >= level and enabled else Int32(0)
 
     def _now64(self):
         return cute.arch.clock64() if self.instrument >= R.LEVEL_TILE else Int64(0)

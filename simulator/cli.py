@@ -22,6 +22,7 @@ from typing import Any
 from simulator.arch import ArchSpec, get_arch
 from simulator.config import ConfigError, Sm90GemmConfig, Sm100GemmConfig, load_toml
 from simulator.knobs import ProtocolKnobs
+from simulator.trace import TraceFormatError
 
 _BOOL_FIELDS = {"use_2sm", "read_c", "overlapping_accum"}
 
@@ -79,11 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print machine-readable results")
     s.add_argument("--trace", metavar="FILE", help="write the run in the shared trace format (.npz, or .json for Perfetto)")
     s.add_argument("--trace-sms", metavar="LIST", help="SMs to trace, e.g. 0-7,64 (default: all)")
+    from simulator.plot_cli import add_plot_parser
+    add_plot_parser(sub)
     try:
-        from simulator.plot_cli import add_plot_parser
-        add_plot_parser(sub)
-    except ImportError:  # pragma: no cover - the plot module is optional at import time
+        from validation.compare import add_validate_parser
+    except ImportError:  # pragma: no cover - validation is installed with the package
         pass
+    else:
+        add_validate_parser(sub)
     return p
 
 
@@ -202,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plot":
             from simulator.plot_cli import run_plot
             return run_plot(args)
+        if args.command == "validate":
+            from validation.compare import run_validate
+            return run_validate(args)
         parser.print_help()
         return 2
-    except ConfigError as e:
+    except (ConfigError, TraceFormatError) as e:
         print(f"wsim: error: {e}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:

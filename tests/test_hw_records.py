@@ -89,8 +89,8 @@ def _synthetic(cap=64, ctas=2, tiles=2, kblocks=3, subs=2, ghz=1.5):
                     pos += 1
                 else:
                     for j in range(subs):
-                        put(s, pos, [R.pack_w0(R.C_EPI, j, j), tw, clk0 + t, clk0 + t + 10, clk0 + t + 20,
-                                     clk0 + t + 25, clk0 + t + 15, 0])
+                        put(s, pos, [R.pack_w0(R.C_EPI, j, j), tw, clk0 + t + 10, clk0 + t + 10, clk0 + t + 20,
+                                     clk0 + t + 25, clk0 + t + 15, clk0 + t + 15])
                         pos += 1
                         t += 30
                     put(s, pos, [R.C_TILE, tw, clk0 + t_tile, clk0 + t - subs * 30, clk0 + t, gt0, gt0,

@@ -240,7 +240,9 @@ def phase_bench(s: Session, quick: bool):
 def phase_overhead(s: Session, quick: bool):
     """Instrumentation overhead: the same config at levels 0, 1, 2, interleaved, same inputs."""
     cfgs = [TUNED, replace(TUNED, instrument=R.LEVEL_TILE), replace(TUNED, instrument=R.LEVEL_KBLOCK),
-            replace(TUNED, instrument=R.LEVEL_EPILOGUE)]
+            replace(TUNED, instrument=R.LEVEL_EPILOGUE),
+            replace(TUNED, instrument=R.LEVEL_KBLOCK, instrument_roles="producer"),
+            replace(TUNED, instrument=R.LEVEL_KBLOCK, instrument_roles="consumers")]
     rows = timing_rows(s, [(8192, 8192, 8192)], cfgs, ("fp16", "bf16"), iters=150, label="overhead")
     for row in rows:
         t = row["results"]

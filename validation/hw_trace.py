@@ -16,7 +16,8 @@ Span definitions (cycles from clock64 of the SM, ns from the CTA's own globaltim
 * ``wait`` ``mma.wait_group`` (Consumer0/1): wgmma.wait_group(1) start -> return (the consumer idles
   on the tensor cores: the K-block before is still running).
 * ``tile`` (every role): the role's span on one tile; ``acc_handoff`` (Consumer0/1): instant at
-  accumulator ready; ``epilogue`` (Consumer0/1): one subtile, registers -> store issued;
+  accumulator ready; ``epilogue`` (Consumer0/1, level 3): one subtile, previous subtile done (or accumulator ready) ->
+  store issued (Consumer0) / barrier passed (Consumer1);
   ``wait`` ``epilogue.barrier``: SMEM written -> named barrier passed; ``wait``
   ``epilogue.store_buffer`` (Consumer0, the store thread): cp.async.bulk.wait_group.read;
   ``tma_store`` (Consumer0): store issued -> a later wait_group.read saw it read out (upper bound);
@@ -172,10 +173,16 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
                 first_tile_start = cyc[i, 0] if first_tile_start is None else first_tile_start
             epi = np.nonzero(kind == R.C_EPI)[0]
             store_thread = role == "Consumer0"
+            prev_end = None
             for j, i in enumerate(epi):
                 t = (tm[i], tn[i], 0)
                 end = cyc[i, 3] if store_thread else cyc[i, 2]
-                add("epilogue", cyc[i, 0], end, tile=t, k=index[i], stage=stage[i])
+                # A subtile starts where the previous one of the same tile ended (registers ->
+                # convert -> stmatrix are not stamped separately), the first at accumulator ready.
+                same_tile = j > 0 and (tm[epi[j - 1]], tn[epi[j - 1]]) == (tm[i], tn[i])
+                start = prev_end if same_tile else acc_ready.get((tm[i], tn[i]), cyc[i, 1])
+                add("epilogue", start, end, tile=t, k=index[i], stage=stage[i])
+                prev_end = end
                 add("wait", cyc[i, 1], cyc[i, 2], tile=t, k=index[i], stage=stage[i], barrier="epilogue.barrier")
                 if store_thread:
                     add("wait", cyc[i, 1], cyc[i, 4], tile=t, k=index[i], stage=stage[i],

@@ -514,14 +514,21 @@ class Consumer(Role):
             if traced:
                 self.span("mma", now, done, tile=tile, k_block=kb, stage=read.index)
             if kb >= K_PIPE_MMAS:
-                # warpgroup_wait<K_PIPE_MMAS>: the previous K-block's batch is complete ...
-                if prev_done > env.now:
+                # The warpgroup cannot run ahead of the tensor core: issuing its wgmma batch stalls
+                # until the tensor core takes it (``start``; busy, not a barrier wait). Then
+                # warpgroup_wait<K_PIPE_MMAS> waits until the previous K-block's batch is complete ...
+                target = prev_done if prev_done > start else start
+                if target > env.now:
                     t0 = env.now
-                    yield env.timeout(prev_done - t0)
-                    self._waited("mma.wait_group", release.index, t0, tile, kb - 1)
+                    yield env.timeout(target - t0)
+                    if prev_done > start:
+                        self._waited("mma.wait_group", release.index, start if start > t0 else t0, tile, kb - 1)
                 # ... so its stage can go back to the producers (UNLOCK smem_pipe_release).
                 self.consumer_release(release)
                 release.advance()
+            elif start > env.now:
+                # First K-block: the issue stalls behind the other warpgroup's batch, if any.
+                yield env.timeout(start - env.now)
             prev_done = done
             read.advance()
         return prev_done, release

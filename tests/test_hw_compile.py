@@ -1,0 +1,69 @@
+"""The SM90 hardware kernel compiles for sm_90a on a CPU (marker ``dsl``: skipped without
+nvidia-cutlass-dsl and torch) and its PTX holds the Hopper instructions the model assumes."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.dsl
+
+cutlass = pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+pytest.importorskip("torch", reason="torch is not installed")
+
+from hw_kernels import records as R  # noqa: E402
+from hw_kernels.host import KernelConfig, compile_sm90  # noqa: E402
+from hw_kernels.sm90_gemm import Sm90TmaWsGemm, mainloop_arrival_counts  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _artifacts_in_tmp(monkeypatch, tmp_path):
+    # compile_sm90 names sm_90a itself when there is no GPU; kept PTX/cubin files land in tmp_path.
+    monkeypatch.chdir(tmp_path)
+
+
+def _ptx(cfg: KernelConfig, dtype: str = "fp16") -> str:
+    c = compile_sm90(cfg, dtype, device="cpu", keep=True)
+    assert c.ptx, "the compiler kept no PTX"
+    return c.ptx
+
+
+@pytest.mark.parametrize("cfg,dtype", [
+    (KernelConfig(), "fp16"),
+    (KernelConfig(cluster_m=2, swizzle=4), "bf16"),
+    (KernelConfig(cluster_m=1, cluster_n=2, tile_n=128, raster="m"), "fp16"),
+])
+def test_compiles_with_hopper_instructions(cfg, dtype):
+    ptx = _ptx(cfg, dtype)
+    for needle in ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait", "setmaxnreg",
+                   "stmatrix", "cp.async.bulk.commit_group"):
+        assert needle in ptx, needle
+    assert ".target sm_90a" in ptx
+    # instrumentation off: no clock reads, no record stores
+    assert "%clock" not in ptx and "globaltimer" not in ptx
+
+
+def test_multicast_only_with_a_cluster():
+    assert "multicast::cluster" in _ptx(KernelConfig(cluster_m=2))
+    assert "multicast::cluster" not in _ptx(KernelConfig(cluster_m=1))
+
+
+@pytest.mark.parametrize("level", [R.LEVEL_TILE, R.LEVEL_KBLOCK, R.LEVEL_EPILOGUE])
+def test_instrumented_levels_read_both_clocks(level):
+    ptx = _ptx(KernelConfig(instrument=level))
+    assert "%clock" in ptx and "%globaltimer" in ptx
+    assert "st.global.v4" in ptx  # records are two 16-byte stores
+
+
+def test_arrival_counts_match_the_model():
+    # cluster 2x1, two consumer warpgroups: 1 producer arrival; 8 warps x (2 + 1 - 1) CTAs; 256 threads
+    assert mainloop_arrival_counts(2, 1, 2) == (1, 16, 256)
+    assert mainloop_arrival_counts(1, 1, 2) == (1, 8, 256)
+
+
+def test_config_rules_name_the_value():
+    with pytest.raises(ValueError, match="schedule='pingpong'"):
+        Sm90TmaWsGemm(schedule="pingpong")
+    with pytest.raises(ValueError, match="tile_n=96"):
+        Sm90TmaWsGemm(tile_n=96)
+    assert Sm90TmaWsGemm.can_implement(1000, 1032, 520) == []
+    assert any("k=100" in p for p in Sm90TmaWsGemm.can_implement(128, 128, 100))

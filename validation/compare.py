@@ -1,0 +1,260 @@
+"""Validate the SM90 model against a measured run: same config, same clock, same trace format.
+
+The measured trace (``validation/results/measured_*.npz``, written by ``validation.collect`` on the
+H200) carries its kernel config, problem, dtype and the effective SM clock of the run (clock64
+ticks over %globaltimer ns, read inside the kernel). The comparison
+
+1. builds the ``Sm90GemmConfig`` the hardware kernel ran (``sim_config_from_measured``),
+2. simulates it on the H200 spec with ``clock_ghz`` replaced by the run's measured effective clock
+   (an input measured in the same run, not a fitted constant: the model counts cycles, the clock
+   turns them into the nanoseconds the GPU measured), every other constant as published,
+3. compares, metric by metric: the kernel's duration, per-tile durations per role, the MMA K-block
+   and epilogue-subtile times, the per-role wait breakdown by barrier, and the tile order each CTA
+   processed.
+
+Everything runs on a CPU from the committed files: ``wsim validate`` (or
+``python -m validation.compare``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from simulator.arch import ArchSpec
+from simulator.breakdown import role_breakdown
+from simulator.config import ConfigError, Sm90GemmConfig
+from simulator.trace import Trace, TraceFormatError
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_GLOB = "measured_*trace-kblock*.npz"
+
+
+@dataclass
+class Metric:
+    name: str
+    simulated: float
+    measured: float
+    unit: str
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.simulated / self.measured if self.measured else float("nan")
+
+
+@dataclass
+class Comparison:
+    measured_path: str
+    config: Sm90GemmConfig
+    clock_ghz: float
+    metrics: list[Metric] = field(default_factory=list)
+    waits: list[tuple[str, str, float, float]] = field(default_factory=list)   # role, barrier, sim, measured
+    tile_order_match: tuple[int, int] = (0, 0)                                    # CTAs equal, CTAs compared
+    sim_trace: Trace | None = None
+    measured_trace: Trace | None = None
+    sim_result: object = None
+
+    def to_dict(self) -> dict:
+        return {
+            "measured": self.measured_path,
+            "clock_ghz": self.clock_ghz,
+            "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
+            "metrics": [{"name": m.name, "simulated": m.simulated, "measured": m.measured, "unit": m.unit,
+                         "ratio": m.ratio, "note": m.note} for m in self.metrics],
+            "waits": [{"role": r, "barrier": b, "simulated": s, "measured": m} for r, b, s, m in self.waits],
+            "tile_order_match": {"equal": self.tile_order_match[0], "compared": self.tile_order_match[1]},
+        }
+
+
+def default_measured() -> Path:
+    found = sorted(RESULTS.glob(DEFAULT_GLOB))
+    if not found:
+        raise FileNotFoundError(f"no measured trace matching {RESULTS / DEFAULT_GLOB}")
+    return found[0]
+
+
+def sim_config_from_measured(meta: dict) -> Sm90GemmConfig:
+    """The Sm90GemmConfig of the hardware kernel's run (its KernelConfig uses the same field names)."""
+    try:
+        k = meta["config"]
+        p = meta["problem"]
+        dtype = meta["dtype"]
+    except KeyError as e:
+        raise ConfigError(f"measured trace metadata lacks {e}: not written by validation.collect?") from None
+    return Sm90GemmConfig(
+        m=int(p["m"]), n=int(p["n"]), k=int(p["k"]), l=int(p.get("l", 1)),
+        dtype_ab=dtype, dtype_c=dtype, dtype_d=dtype,
+        tile_m=int(k["tile_m"]), tile_n=int(k["tile_n"]), tile_k=int(k["tile_k"]),
+        cluster_m=int(k["cluster_m"]), cluster_n=int(k["cluster_n"]), schedule=k["schedule"],
+        mainloop_stages=int(meta.get("mainloop_stages") or k.get("mainloop_stages")),
+        raster=k["raster"], swizzle=int(k["swizzle"]),
+        epilogue_tile_n=int(k["epilogue_tile_n"]), epilogue_store_stages=int(k["epilogue_store_stages"]),
+    )
+
+
+def measured_clock(meta: dict) -> float:
+    clk = meta.get("effective_clock") or {}
+    ghz = clk.get("median_ghz") if isinstance(clk, dict) else None
+    if not ghz:
+        raise ConfigError("measured trace metadata has no effective_clock.median_ghz")
+    return float(ghz)
+
+
+def _median(trace: Trace, role: str, kind: str) -> float:
+    c = trace.columns()
+    m = (c["role"] == role) & (c["kind"] == kind)
+    if not m.any():
+        return float("nan")
+    return float(np.median(c["end_ns"][m] - c["start_ns"][m]))
+
+
+def _tile_sequences(trace: Trace, cluster_size: int, measured: bool) -> dict[tuple[int, int], list]:
+    """(cluster, rank) -> the tiles its Consumer0 processed, in order."""
+    c = trace.columns()
+    m = (c["role"] == "Consumer0") & (c["kind"] == "tile")
+    idx = np.where(m)[0]
+    idx = idx[np.argsort(c["start_ns"][idx], kind="stable")]
+    out: dict[tuple[int, int], list] = {}
+    for i in idx:
+        if measured:  # the hardware trace's cta column is the CTA's linear index in the grid
+            key = (int(c["cta"][i]) // cluster_size, int(c["cta"][i]) % cluster_size)
+        else:
+            key = (int(c["cluster"][i]), int(c["cta"][i]))
+        out.setdefault(key, []).append((int(c["tile_m"][i]), int(c["tile_n"][i])))
+    return out
+
+
+def compare(measured_path: str | Path | None = None, *, arch: ArchSpec | None = None) -> Comparison:
+    from simulator.engine import simulate
+
+    path = Path(measured_path) if measured_path else default_measured()
+    if not path.exists():
+        raise FileNotFoundError(path)
+    meas = Trace.load(path)
+    if meas.meta.get("source") != "measured":
+        raise TraceFormatError(f"{path}: meta source is {meas.meta.get('source')!r}, not a measured trace")
+    cfg = sim_config_from_measured(meas.meta)
+    clk = measured_clock(meas.meta)
+    base = arch or ArchSpec.h200()
+    arch = base.with_overrides({"clock_ghz": clk}, origin=f"effective SM clock measured in this run ({path.name})")
+    res = simulate(cfg, arch, trace=True)
+    sim = res.trace
+    cmp = Comparison(str(path), res.config, clk, sim_trace=sim, measured_trace=meas, sim_result=res)
+    M = cmp.metrics
+    M.append(Metric("kernel span (first to last record)", sim.duration_ns / 1e3, meas.duration_ns / 1e3, "us",
+                    "simulated: CTA makespan; measured: globaltimer span of the records"))
+    ev = meas.meta.get("kernel_ms_events")
+    if ev:
+        M.append(Metric("kernel time (CUDA events)", res.time_ns / 1e3, float(ev) * 1e3, "us",
+                        f"simulated includes the {res.launch_overhead_ns / 1e3:.0f} us launch-overhead estimate; "
+                        "measured run is instrumented (K-block records)"))
+    for role in ("MainloopLoad", "Consumer0", "Consumer1"):
+        M.append(Metric(f"{role} tile duration (median)", _median(sim, role, "tile") / 1e3,
+                        _median(meas, role, "tile") / 1e3, "us"))
+    M.append(Metric("MMA K-block issue -> complete (median)", _median(sim, "Consumer0", "mma"),
+                    _median(meas, "Consumer0", "mma"), "ns",
+                    "measured: up to the wait_group that saw it complete (upper bound)"))
+    M.append(Metric("epilogue subtile (median)", _median(sim, "Consumer0", "epilogue"),
+                    _median(meas, "Consumer0", "epilogue"), "ns"))
+    M.append(Metric("TMA load issue -> landed (median)", _median(sim, "MainloopLoad", "tma_load"),
+                    _median(meas, "MainloopLoad", "tma_load"), "ns",
+                    "measured: up to the first consumer that saw the stage full (upper bound)"))
+    bs, bm = role_breakdown(sim), role_breakdown(meas)
+    for role in ("MainloopLoad", "Consumer0", "Consumer1"):
+        try:
+            rs, rm = bs.row(role), bm.row(role)
+        except KeyError:
+            continue
+        for b in sorted(set(rs.waits) | set(rm.waits)):
+            cmp.waits.append((role, b, rs.fraction(b), rm.fraction(b)))
+        cmp.waits.append((role, "busy", rs.fraction("busy"), rm.fraction("busy")))
+    csize = cfg.cluster_m * cfg.cluster_n
+    ss, sm = _tile_sequences(sim, csize, False), _tile_sequences(meas, csize, True)
+    keys = sorted(set(ss) & set(sm))
+    cmp.tile_order_match = (sum(1 for k in keys if ss[k] == sm[k]), len(keys))
+    return cmp
+
+
+def format_comparison(c: Comparison) -> str:
+    cfg = c.config
+    lines = [f"validation: SM90 model vs measured H200 run ({Path(c.measured_path).name})",
+             f"config: {cfg.m}x{cfg.n}x{cfg.k} {cfg.dtype_ab}, tile {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} "
+             f"{cfg.schedule}, cluster {cfg.cluster_m}x{cfg.cluster_n}, {cfg.mainloop_stages} stages, raster "
+             f"{cfg.raster} swizzle {cfg.swizzle}",
+             f"clock: the run's measured effective SM clock, {c.clock_ghz:.3f} GHz (clock_ghz override); "
+             "all other constants as published", ""]
+    lines.append(f"{'metric':<42}{'simulated':>12}{'measured':>12}{'sim/meas':>10}  unit")
+    for m in c.metrics:
+        lines.append(f"{m.name:<42}{m.simulated:>12.2f}{m.measured:>12.2f}{m.ratio:>10.3f}  {m.unit}"
+                     + (f"   ({m.note})" if m.note else ""))
+    lines.append("")
+    lines.append("time per role (fraction of the role's window; same breakdown code for both traces)")
+    lines.append(f"{'role':<14}{'part':<24}{'simulated':>10}{'measured':>10}")
+    for role, b, s, m in c.waits:
+        if max(s, m) < 0.005:
+            continue
+        lines.append(f"{role:<14}{b:<24}{100 * s:>9.1f}%{100 * m:>9.1f}%")
+    eq, n = c.tile_order_match
+    lines.append("")
+    lines.append(f"tile order: {eq} of {n} CTAs processed the same tiles in the same order as simulated")
+    return "\n".join(lines)
+
+
+def add_validate_parser(sub) -> None:
+    p = sub.add_parser("validate", help="compare the SM90 model with a measured H200 trace (CPU only)")
+    p.add_argument("measured", nargs="?", help=f"measured trace .npz (default: {RESULTS.name}/{DEFAULT_GLOB})")
+    p.add_argument("--json", action="store_true", help="print machine-readable results")
+    p.add_argument("--plot", metavar="PNG", help="also draw simulated and measured timelines on one time axis")
+    p.add_argument("--sms", default=None, help="SMs (simulated numbering) for --plot, e.g. 0,1")
+
+
+def run_validate(args) -> int:
+    c = compare(args.measured)
+    if args.json:
+        print(json.dumps(c.to_dict(), indent=2))
+    else:
+        print(format_comparison(c))
+    if args.plot:
+        from simulator.plots import plot_compare
+        plot_compare(c.sim_trace, _renumbered(c.measured_trace, c.config), labels=("simulated", "measured"),
+                     sms=[int(s) for s in args.sms.split(",")] if args.sms else None, path=args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _renumbered(meas: Trace, cfg) -> Trace:
+    """The measured trace with SMs numbered like the simulator's (cluster x size + rank), so that the
+    comparison view lines up the same CTA in both runs."""
+    c = meas.columns()
+    out = Trace(meas.meta)
+    cols = {k: v.copy() for k, v in c.items()}
+    cols["sm"] = cols["cta"].copy()
+    out._cols = cols
+    out._rows_stale = True
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.compare", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command")
+    add_validate_parser(sub)
+    argv = sys.argv[1:] if argv is None else argv
+    args = ap.parse_args(["validate", *argv])
+    try:
+        return run_validate(args)
+    except (ConfigError, TraceFormatError) as e:
+        print(f"validate: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"validate: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
