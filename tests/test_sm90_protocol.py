@@ -5,8 +5,9 @@ move when a datasheet constant in ``simulator/arch.py`` is refined. How the firs
 (cooperative case): the K-block 0 loads of A (16 KB) and B (32 KB) take 8 + 16 cycles of the
 2048 B/cycle HBM channel plus 400 (HBM) + 100 (TMA) latency -> 524; the consumers wake 10 cycles
 later; one warpgroup's K-block is 4 wgmma m64n256k16 of 128 cycles = 512 on the shared tensor core,
-so Consumer1's batch queues behind Consumer0's; the producer gets stage 0 back when both consumers
-have seen batch 0 complete (wait_group(1) after issuing batch 1): 1558 + 10.
+so Consumer1's batch queues behind Consumer0's, and a warpgroup's issue stalls until the tensor core
+takes its batch; the producer gets stage 0 back when both consumers have seen batch 0 complete
+(wait_group(1) after issuing batch 1, which Consumer1 can do only at 2070): 2070 + 10.
 """
 
 import numpy as np
@@ -49,49 +50,49 @@ def test_named_barrier_constant_is_pinned():
 
 def test_tiny_cooperative_exact_event_order():
     r = simulate(Sm90GemmConfig(**TINY_COOP), PINNED, trace=True)
-    assert r.ok and r.cycles == 4638
+    assert r.ok and r.cycles == 4670
     assert _log(r.trace) == [
         (0, 524, "MainloopLoad", "tma_load", 0, 0, ""),
         (0, 534, "Consumer0", "wait", 0, 0, "mainloop.full"),
         (0, 534, "Consumer1", "wait", 0, 0, "mainloop.full"),
         (0, 548, "MainloopLoad", "tma_load", 1, 1, ""),
         # K-block 2 needs stage 0 back: both consumers must have retired batch 0.
-        (0, 1568, "MainloopLoad", "wait", 2, 0, "mainloop.empty"),
+        (0, 2080, "MainloopLoad", "wait", 2, 0, "mainloop.empty"),
         (534, 558, "Consumer0", "wait", 1, 1, "mainloop.full"),
-        (534, 558, "Consumer1", "wait", 1, 1, "mainloop.full"),
         (534, 1046, "Consumer0", "mma", 0, 0, ""),
-        (534, 1558, "Consumer1", "mma", 0, 0, ""),          # queued behind Consumer0 on the tensor core
-        # K-block 1 issued, then warpgroup_wait<1> for K-block 0, then release of stage 0.
-        (558, 1046, "Consumer0", "wait", 0, 0, "mma.wait_group"),
-        (558, 1558, "Consumer1", "wait", 0, 0, "mma.wait_group"),
+        # Consumer1's batch 0 queues behind Consumer0's on the tensor core; its issue stalls
+        # (busy, not a barrier wait) until the tensor core takes it at 1046.
+        (534, 1558, "Consumer1", "mma", 0, 0, ""),
+        # Consumer0 issues batch 1 at 558; it stalls until the tensor core takes it (1558), by
+        # which time batch 0 is complete, so warpgroup_wait<1> returns at once and stage 0 is
+        # released; Consumer1 does the same at 2070.
         (558, 2070, "Consumer0", "mma", 1, 1, ""),
-        (558, 2582, "Consumer1", "mma", 1, 1, ""),
-        (1046, 2102, "Consumer0", "wait", 2, 0, "mainloop.full"),
-        (1558, 2102, "Consumer1", "wait", 2, 0, "mainloop.full"),
-        (1568, 2092, "MainloopLoad", "tma_load", 2, 0, ""),
+        (1046, 2582, "Consumer1", "mma", 1, 1, ""),
+        (1558, 2614, "Consumer0", "wait", 2, 0, "mainloop.full"),
+        (2070, 2614, "Consumer1", "wait", 2, 0, "mainloop.full"),
+        (2080, 2604, "MainloopLoad", "tma_load", 2, 0, ""),
         # load_tail: each stage must be released once more.
-        (1568, 2592, "MainloopLoad", "wait", -1, 1, "mainloop.empty"),
-        (2102, 2582, "Consumer1", "wait", 1, 1, "mma.wait_group"),
-        (2102, 3094, "Consumer0", "mma", 2, 0, ""),
+        (2080, 3136, "MainloopLoad", "wait", -1, 1, "mainloop.empty"),
+        (2614, 3126, "Consumer0", "mma", 2, 0, ""),
         # mma_tail: warpgroup_wait<0>, then the last stage is released.
-        (2102, 3094, "Consumer0", "wait", 2, 0, "mma.wait_group"),
-        (2102, 3606, "Consumer1", "mma", 2, 0, ""),
-        (2582, 3606, "Consumer1", "wait", 2, 0, "mma.wait_group"),
-        (2592, 3616, "MainloopLoad", "wait", -1, 0, "mainloop.empty"),
-        (3094, 3094, "Consumer0", "acc_handoff", -1, 0, ""),
+        (2614, 3126, "Consumer0", "wait", 2, 0, "mma.wait_group"),
+        (2614, 3638, "Consumer1", "mma", 2, 0, ""),
+        (3126, 3126, "Consumer0", "acc_handoff", -1, 0, ""),
+        (3126, 3638, "Consumer1", "wait", 2, 0, "mma.wait_group"),
         # Epilogue subtile: 64x128 per warpgroup, convert 64 + stmatrix 128 cycles on the shared
         # ALUs, named barrier (Consumer0 waits for Consumer1), + 20 cycles sync, then the store.
-        (3094, 3818, "Consumer0", "epilogue", 0, -1, ""),
-        (3286, 3798, "Consumer0", "wait", 0, -1, "epilogue.barrier"),
-        (3606, 3606, "Consumer1", "acc_handoff", -1, 0, ""),
-        (3606, 3818, "Consumer1", "epilogue", 0, -1, ""),
-        (3818, 4222, "Consumer0", "epilogue", 1, -1, ""),
-        (3818, 4222, "Consumer1", "epilogue", 1, -1, ""),
-        (3818, 4234, "Consumer0", "tma_store", 0, 0, ""),
-        (4010, 4202, "Consumer1", "wait", 1, -1, "epilogue.barrier"),
-        (4222, 4638, "Consumer0", "tma_store", 1, 1, ""),
+        (3126, 3850, "Consumer0", "epilogue", 0, -1, ""),
+        (3136, 3648, "MainloopLoad", "wait", -1, 0, "mainloop.empty"),
+        (3318, 3830, "Consumer0", "wait", 0, -1, "epilogue.barrier"),
+        (3638, 3638, "Consumer1", "acc_handoff", -1, 0, ""),
+        (3638, 3850, "Consumer1", "epilogue", 0, -1, ""),
+        (3850, 4254, "Consumer0", "epilogue", 1, -1, ""),
+        (3850, 4254, "Consumer1", "epilogue", 1, -1, ""),
+        (3850, 4266, "Consumer0", "tma_store", 0, 0, ""),
+        (4042, 4234, "Consumer1", "wait", 1, -1, "epilogue.barrier"),
+        (4254, 4670, "Consumer0", "tma_store", 1, 1, ""),
         # The store thread's final wait_group 0: the kernel ends when the last store is written.
-        (4222, 4638, "Consumer0", "wait", -1, -1, "epilogue.store_drain"),
+        (4254, 4670, "Consumer0", "wait", -1, -1, "epilogue.store_drain"),
     ]
 
 
@@ -107,8 +108,10 @@ def test_tiny_pingpong_exact_event_order():
         (0, 1648, "Consumer1", "wait", -1, 0, "math_order"),
         (526, 542, "Consumer0", "wait", 1, 1, "mainloop.full"),
         (526, 1102, "Consumer0", "mma", 0, 0, ""),
-        (542, 1102, "Consumer0", "wait", 0, 0, "mma.wait_group"),
+        # Batch 1 is issued at 542 and taken by the tensor core at 1038 (busy until then); the
+        # rest of warpgroup_wait<1> is waiting for batch 0 to complete.
         (542, 1614, "Consumer0", "mma", 1, 1, ""),
+        (1038, 1102, "Consumer0", "wait", 0, 0, "mma.wait_group"),
         (1102, 1638, "Consumer0", "wait", 2, 0, "mainloop.full"),
         (1112, 1628, "MainloopLoad", "tma_load", 2, 0, ""),
         # The producer runs on into Consumer1's tile (K-block 0 of tile 1 in stage 1).
