@@ -35,11 +35,12 @@ class KernelConfig:
     instrument_roles: str = "all"  # diagnostics: which roles write K-block records (level >= 2)
 
     def name(self) -> str:
-        lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-epi"}[self.instrument]
+        lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-kblock-epi"}[self.instrument]
         st = "" if self.mainloop_stages is None else f"_s{self.mainloop_stages}"
         st += "" if self.epilogue_store_stages == 4 else f"_st{self.epilogue_store_stages}"
         lvl += "" if self.instrument_roles == "all" else f"-{self.instrument_roles}"
-        return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
+        sched = "" if self.schedule == "cooperative" else "_pp"
+        return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}{sched}_c{self.cluster_m}x{self.cluster_n}"
                 f"_r{self.raster[0]}_sw{self.swizzle}_e{self.epilogue_tile_n}{st}{lvl}")
 
     def schedule_for(self, m: int, n: int) -> StaticSchedule:

@@ -62,10 +62,12 @@ C_EPI = 22        # (level 3) consumer WG, per epilogue subtile (index = subtile
                   # thread; = w4 otherwise), w6 = store-buffer wait done (cp.async.bulk.wait_group.read;
                   # store thread; = w3 otherwise)
 C_STORE_TAIL = 23  # store thread at exit: w2 = start, w3 = all TMA stores complete (wait_group 0)
+C_ORDER = 24      # ping-pong, per tile: math-order waits: w2 = mainloop-turn wait start, w3 = its end,
+                  # w4 = epilogue-turn wait start (accumulator ready), w5 = its end
 
 KIND_NAMES: dict[int, str] = {
     HEADER: "HEADER", FOOTER: "FOOTER", P_KBLOCK: "P_KBLOCK", P_TILE: "P_TILE", P_TAIL: "P_TAIL",
-    C_KBLOCK: "C_KBLOCK", C_TILE: "C_TILE", C_EPI: "C_EPI", C_STORE_TAIL: "C_STORE_TAIL",
+    C_KBLOCK: "C_KBLOCK", C_TILE: "C_TILE", C_EPI: "C_EPI", C_STORE_TAIL: "C_STORE_TAIL", C_ORDER: "C_ORDER",
 }
 
 
@@ -86,7 +88,7 @@ def unpack_tile(w1: int) -> tuple[int, int]:
 
 def slice_capacity(tiles_per_cta: int, k_blocks: int, epi_subtiles: int, level: int) -> int:
     """Records one slice needs for a CTA that runs ``tiles_per_cta`` tiles (with margin)."""
-    per_tile = 1
+    per_tile = 2
     if level >= LEVEL_KBLOCK:
         per_tile += k_blocks
     if level >= LEVEL_EPILOGUE:

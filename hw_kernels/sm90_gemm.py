@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 
 import cutlass
-import cutlass.memory
 import cutlass.cute as cute
+import cutlass.memory
 import cutlass.pipeline as pipeline
-import cutlass.utils as utils
 import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Int32, Int64
@@ -25,28 +24,41 @@ WARPS_PER_WG = 4
 THREADS_PER_WG = 128
 
 
-def mainloop_arrival_counts(cluster_m: int, cluster_n: int, consumer_wgs: int) -> tuple[int, int, int]:
-    """(full, empty, epilogue named barrier) arrival counts, from ``simulator.arrivals`` (the model and
-    the kernel must agree; ``convention="dsl"``).
+def arrival_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, int]:
+    """Arrival counts of the kernel's barriers, from ``simulator.arrivals`` (the model and the kernel
+    must agree; ``convention="dsl"``).
 
-    What this kernel does, and what the model must return: full = 1 (the producer thread's
-    arrive.expect_tx; the TMA bytes complete the phase); empty = one arrive per consumer warp from
-    every CTA this CTA's TMA multicasts into = 4 x consumer_wgs x (cluster_m + cluster_n - 1);
-    epilogue named barrier = all consumer threads (128 x consumer_wgs).
+    What this kernel does, and what the model must return: mainloop full = 1 (the producer thread's
+    arrive.expect_tx; the TMA bytes complete the phase); mainloop empty = one arrive per consumer warp
+    of the warpgroups that read a stage (2 cooperative, 1 ping-pong) from every CTA this CTA's TMA
+    multicasts into = 4 x wgs x (cluster_m + cluster_n - 1); epilogue named barrier = the threads of
+    one tile (256 cooperative, 128 ping-pong); math order barrier (ping-pong) = 128 per arrival.
     """
-    mine = (1, WARPS_PER_WG * consumer_wgs * (cluster_m + cluster_n - 1), THREADS_PER_WG * consumer_wgs)
+    wgs = 2 if schedule == "cooperative" else 1
+    mine = {"full": 1, "empty": WARPS_PER_WG * wgs * (cluster_m + cluster_n - 1),
+            "epilogue": THREADS_PER_WG * wgs, "order": THREADS_PER_WG}
     try:
         from simulator.arrivals import Sm90KernelFacts, sm90_arrival_counts, sm90_barrier_counts
     except ImportError:  # the kernel also runs from a tree without the simulator
         return mine
-    facts = Sm90KernelFacts(cluster_m=cluster_m, cluster_n=cluster_n, schedule="cooperative",
-                            num_consumer_warpgroups=consumer_wgs)
-    ml = sm90_arrival_counts(facts, convention="dsl")["mainloop"]
-    theirs = (int(ml.producer), int(ml.consumer), int(sm90_barrier_counts(facts)["epilogue_named"]))
+    facts = Sm90KernelFacts(cluster_m=cluster_m, cluster_n=cluster_n, schedule=schedule,
+                            num_consumer_warpgroups=2)
+    counts = sm90_arrival_counts(facts, convention="dsl")
+    ml = counts["mainloop"]
+    theirs = {"full": int(ml.producer), "empty": int(ml.consumer),
+              "epilogue": int(sm90_barrier_counts(facts)["epilogue_named"]),
+              "order": int(counts["order"].producer) if "order" in counts else THREADS_PER_WG}
     if theirs != mine:
-        raise ValueError(f"simulator.arrivals gives (full, empty, epilogue) arrivals {theirs}, this kernel "
-                         f"needs {mine} (cluster {cluster_m}x{cluster_n}, {consumer_wgs} consumer warpgroups)")
+        raise ValueError(f"simulator.arrivals gives arrivals {theirs}, this kernel needs {mine} "
+                         f"(cluster {cluster_m}x{cluster_n}, {schedule})")
     return theirs
+
+
+def mainloop_arrival_counts(cluster_m: int, cluster_n: int, consumer_wgs: int) -> tuple[int, int, int]:
+    """(full, empty, epilogue) arrivals of the cooperative schedule (``consumer_wgs`` = 2) or
+    ping-pong (1 warpgroup per stage)."""
+    c = arrival_counts(cluster_m, cluster_n, "cooperative" if consumer_wgs == 2 else "pingpong")
+    return c["full"], c["empty"], c["epilogue"]
 
 
 def _lo32(v):
@@ -59,42 +71,45 @@ def _lo32(v):
 
 
 class Sm90TmaWsGemm:
-    """Persistent TMA warp-specialized GEMM, cooperative schedule (CUTLASS KernelTmaWarpSpecializedCooperative).
+    """Persistent TMA warp-specialized GEMM: CUTLASS's KernelTmaWarpSpecializedCooperative and
+    KernelTmaWarpSpecializedPingpong (``schedule``).
 
     Roles (384 threads = 3 warpgroups, one CTA per SM):
-      * MainloopLoad: warp 0 of warpgroup 0 (one elected thread issues). Warps 1-3 idle; warpgroup 0
+      * MainloopLoad: warp 0 of warpgroup 0 (one elected lane issues). Warps 1-3 idle; warpgroup 0
         gives registers away (setmaxnreg 40).
-      * Consumer0, Consumer1: warpgroups 1 and 2 (setmaxnreg 232). Both work on the same 128xN
-        output tile, rows 0-63 and 64-127: each issues its own wgmma m64nNk16 on its 64 rows, then
-        both run the epilogue of that tile together. Thread 0 of Consumer0 issues the TMA stores.
+      * Consumer0, Consumer1: warpgroups 1 and 2 (setmaxnreg 232).
+        cooperative: both work on every 128 x tile_n tile, rows 0-63 and 64-127 (one wgmma m64nNk16
+        atom each), and run its epilogue together; thread 128 issues the TMA stores.
+        ping-pong: each owns whole 128 x tile_n tiles (two m64 atoms), alternately (Consumer0 the
+        CTA's 1st, 3rd, ... tile); a math-order barrier serializes their mainloops and orders their
+        epilogues, so one's epilogue overlaps the other's mainloop; thread 0 of the owner stores.
 
-    Pipelines:
-      * mainloop (PipelineTmaAsync, ``mainloop_stages`` SMEM stages): MainloopLoad -> both consumers.
-        A stage carries one K-block: A[tile_m, tile_k] and B[tile_n, tile_k]; its full barrier
-        expects 1 arrival (arrive.expect_tx) plus the bytes of both TMA loads, its empty barrier
-        one arrival per consumer warp of every CTA the loads are multicast into (8 x (cm + cn - 1)).
-        With a cluster, the A tile is multicast along the cluster's N dimension and the B tile along
-        its M dimension; each CTA issues 1/cluster_n of A and 1/cluster_m of B.
+    Pipelines (producer -> consumer: what a stage carries; arrival counts from simulator.arrivals):
+      * mainloop (PipelineTmaAsync, ``mainloop_stages``): MainloopLoad -> the consumer(s) of the tile:
+        one K-block, A[tile_m, tile_k] + B[tile_n, tile_k]. Full barrier: 1 arrival
+        (arrive.expect_tx) + the bytes of both loads; empty barrier: one arrival per consumer warp
+        reading the stage (8 cooperative, 4 ping-pong) per CTA fed by this CTA's multicast
+        (x (cluster_m + cluster_n - 1)). A is multicast along the cluster's N dimension, B along M;
+        each CTA issues 1/cluster_n of A and 1/cluster_m of B.
       * epilogue store (PipelineTmaStore, ``epilogue_store_stages`` SMEM buffers of tile_m x
-        ``epilogue_tile_n``): the
-        consumers -> the TMA store unit, tracked with cp.async.bulk commit/wait_group.read.
-      * epilogue named barrier (id 1, 256 threads): the two consumer warpgroups, once per subtile.
+        ``epilogue_tile_n``): consumers -> TMA store unit (cp.async.bulk commit/wait_group.read).
+      * epilogue named barrier: the tile's consumer threads (256, id 1 / 128, id 1 or 2), per subtile.
+      * math order (ping-pong; PipelineOrder = OrderedSequenceBarrier<2, 2>, 128 arrivals): turn 0 =
+        mainloop, turn 1 = epilogue; each arrive hands the turn to the other warpgroup.
 
     Steady state, per role:
-      * MainloopLoad, per tile and per K-block k: producer_acquire (wait the stage's empty barrier,
-        then arrive.expect_tx on its full barrier) -> TMA load A, TMA load B -> next stage.
-        After its last tile: producer_tail (wait until every stage was released).
-      * Consumer, per tile: per K-block k: consumer_wait (full barrier) -> wgmma x (tile_k / 16)
-        -> commit_group -> wgmma.wait_group(1) (K-block k-1 is done) -> consumer_release(k-1).
-        After the last K-block: wait_group(0), release the last stage (accumulator ready). Epilogue,
-        per subtile j of tile_n / epilogue_tile_n (running count g over all tiles, buffer
-        g % epilogue_store_stages):
-        registers -> convert -> stmatrix into the buffer -> fence.proxy.async; the store thread waits
-        cp.async.bulk.wait_group.read(stages - 2) (so that buffer (g+1) % stages is free
-        for the next subtile) -> named barrier -> store thread issues the TMA store and commits.
-        At exit the store thread waits for all its stores (wait_group 0).
+      * MainloopLoad, per tile (all of the CTA's, in order) and K-block: producer_acquire (wait
+        empty, arrive.expect_tx on full) -> TMA A, TMA B -> next stage. At the end: producer_tail.
+      * Consumer, per tile: [ping-pong: wait mainloop turn] -> K-block 0: wait full -> wgmma ->
+        commit; K-blocks k >= 1: wait full -> wgmma -> commit -> wait_group(1) -> release k-1;
+        [ping-pong: hand over the mainloop turn] -> wait_group(0) -> release last (accumulator
+        ready) -> [ping-pong: wait epilogue turn] -> per subtile: registers -> convert -> stmatrix ->
+        fence.proxy.async -> (store thread) wait_group.read(stages - 2) -> named barrier -> (store
+        thread) TMA store + commit -> [ping-pong: store thread wait_group.read(0), hand over the
+        epilogue turn, skip the other warpgroup's tile in the pipeline state]. At exit the store
+        thread waits for all its stores (wait_group 0).
 
-    Tile order: static persistent scheduler (hw_kernels/schedule.py): raster along M or N, swizzle.
+    Tile order: CUTLASS's static persistent scheduler (raster + swizzle), hw_kernels/schedule.py.
     """
 
     def __init__(self, tile_m: int = 128, tile_n: int = 256, tile_k: int = 64, cluster_m: int = 2,
@@ -130,15 +145,19 @@ class Sm90TmaWsGemm:
         self.epi_barrier_id = 1
         self.mcast_a = cluster_n  # A[tile_m, :] is shared by the CTAs of one cluster row
         self.mcast_b = cluster_m  # B[tile_n, :] is shared by the CTAs of one cluster column
-        self.arrivals = mainloop_arrival_counts(cluster_m, cluster_n, self.consumer_wgs)
+        self.pingpong = schedule == "pingpong"
+        counts = arrival_counts(cluster_m, cluster_n, schedule)
+        self.arrivals = (counts["full"], counts["empty"], counts["epilogue"])
+        self.order_arrivals = counts["order"]
         self.smem_capacity = cutlass.memory.get_smem_capacity_in_bytes("sm_90")
 
     def _setup_attributes(self):
         """Everything that depends on the element types: MMA, stage count, SMEM layouts."""
-        # wgmma m64nNk16, one atom per consumer warpgroup, stacked along M.
+        # wgmma m64nNk16: cooperative, one atom per consumer warpgroup stacked along M (64 rows each);
+        # ping-pong, one atom repeated twice along M inside one warpgroup (a whole 128-row tile).
         self.tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.ab_dtype, self.ab_dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K,
-            self.acc_dtype, (self.consumer_wgs, 1, 1), tiler_mn=(64, self.tile_n))
+            self.acc_dtype, (1 if self.pingpong else self.consumer_wgs, 1, 1), tiler_mn=(64, self.tile_n))
         self.tile_shape_mnk = (self.tile_m, self.tile_n, self.tile_k)
         self.epi_tile = (self.tile_m, self.epi_n)
         ab_stage_bytes = (self.tile_m + self.tile_n) * self.tile_k * self.ab_dtype.width // 8
@@ -198,6 +217,7 @@ class Sm90TmaWsGemm:
         @cute.struct
         class SharedStorage:
             mainloop_barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+            order_barriers: cute.struct.MemRange[cutlass.Int64, 4]  # ping-pong math order (2 x 2)
             sA: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(self.a_smem_staged)], 1024]
             sB: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(self.b_smem_staged)], 1024]
             sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(self.c_smem_staged)], 1024]
@@ -249,6 +269,15 @@ class Sm90TmaWsGemm:
             cta_layout_vmnk=cute.make_layout((1, self.cluster_m, self.cluster_n, 1)),
             defer_sync=True,
         )
+        # Ping-pong: the math-order barrier (CUTLASS OrderedSequenceBarrier<2, 2>): stage 0 of each
+        # warpgroup's ring is its mainloop turn, stage 1 its epilogue turn; each arrive hands the
+        # turn to the other warpgroup. Consumer0 starts with both turns granted.
+        order = None
+        if cutlass.const_expr(self.pingpong):
+            order = pipeline.PipelineOrder.create(
+                depth=2, length=2, group_id=wg - 1,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.order_arrivals),
+                barrier_storage=storage.order_barriers.data_ptr(), defer_sync=True)
         # Peers arrive on our barriers (multicast TMA, remote empty arrivals): everyone in the
         # cluster must see initialized barriers before any role starts.
         pipeline.pipeline_init_arrive(cluster_shape_mn=(self.cluster_m, self.cluster_n), is_relaxed=True)
@@ -286,7 +315,6 @@ class Sm90TmaWsGemm:
         gt_start = self._gt()
 
         pipeline.pipeline_init_wait(cluster_shape_mn=(self.cluster_m, self.cluster_n))
-
 
         if wg == 0:
             cute.arch.setmaxregister_decrease(self.producer_regs)
@@ -347,13 +375,17 @@ class Sm90TmaWsGemm:
         if wg > 0:
             # ---------------- Consumer0 / Consumer1 ----------------
             cute.arch.setmaxregister_increase(self.consumer_regs)
-            thr_mma = tiled_mma.get_slice(tidx - THREADS_PER_WG)
-            # (MMA, MMA_M, MMA_K, stages): this warpgroup's 64 rows of A, all of B
+            # Thread index inside the MMA: 0..255 over both warpgroups (cooperative) or 0..127 inside
+            # this warpgroup (ping-pong).
+            mma_tid = tidx % THREADS_PER_WG if self.pingpong else tidx - THREADS_PER_WG
+            thr_mma = tiled_mma.get_slice(mma_tid)
+            # (MMA, MMA_M, MMA_K, stages): this warpgroup's rows of A (64 cooperative, 128
+            # ping-pong), all of B
             tCsA = thr_mma.partition_A(sA)
             tCsB = thr_mma.partition_B(sB)
             tCrA = tiled_mma.make_fragment_A(tCsA)
             tCrB = tiled_mma.make_fragment_B(tCsB)
-            # (MMA, MMA_M, MMA_N): the accumulator of this thread (64 x tile_n per warpgroup)
+            # (MMA, MMA_M, MMA_N): this thread's accumulator (64 or 128 x tile_n per warpgroup)
             acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0)]).shape, self.acc_dtype)
             k_blocks = cute.size(tCrA, mode=[2])
 
@@ -362,19 +394,27 @@ class Sm90TmaWsGemm:
                                                          elem_ty_acc=self.acc_dtype)
             stm_atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.c_dtype)
             r2s = cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom(stm_atom, tiled_mma))
-            thr_r2s = r2s.get_slice(tidx - THREADS_PER_WG)
+            thr_r2s = r2s.get_slice(mma_tid)
             # (R2S, R2S_M, R2S_N, store_stages)
             tRS_sC = thr_r2s.partition_D(sC)
-            # (R2S, R2S_M, R2S_N * subtiles): the accumulator in store order. Subtiles span all
-            # tile_m rows, so subtile j is the contiguous range [j * size, (j+1) * size) of it.
+            # ((R2S_V, R2S_N * subtiles), R2S_M): the accumulator as the stmatrix copy sees it; the
+            # N chunks of the whole tile sit inside mode 0, the M repeats (2 in ping-pong: two m64
+            # wgmma per warpgroup) in mode 1.
             tRS_acc = r2s.retile(acc)
+            # (R2S_V, R2S_M, R2S_N): one subtile's registers (all tile_m rows, epilogue_tile_n columns)
             sub_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
             sub_f32 = cute.make_rmem_tensor(sub_shape, self.acc_dtype)
             sub_out = cute.make_rmem_tensor(sub_shape, self.c_dtype)
-            sub_size = cute.size(sub_f32)
+            sub_v = cute.size(sub_f32, mode=[0])
+            sub_m = cute.size(sub_f32, mode=[1])
+            sub_nc = cute.size(sub_f32, mode=[2])
+            acc_nc = cute.size(tRS_acc, mode=[0]) // sub_v
+            # (checked on the GPU by validation.collect's correctness grid for both schedules)
             n_sub = self.tile_n // self.epi_n
             epi_barrier = pipeline.NamedBarrier(barrier_id=self.epi_barrier_id, num_threads=self.arrivals[2])
-            is_store_thread = tidx == THREADS_PER_WG
+            # The thread that issues (and waits for) the TMA stores of a tile: thread 0 of
+            # Consumer0 (cooperative) or of the warpgroup that owns the tile (ping-pong).
+            is_store_thread = writer if self.pingpong else tidx == THREADS_PER_WG
 
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -382,11 +422,26 @@ class Sm90TmaWsGemm:
             tiles_done = Int32(0)
             sub_count = Int32(0)
             c_id = bidz
+            c_step = n_persistent
+            ord_state = pipeline.PipelineState(2, Int32(0), Int32(0), Int32(wg == 1))
+            if cutlass.const_expr(self.pingpong):
+                # Ping-pong: this warpgroup takes every other tile of the CTA's sequence; Consumer1
+                # starts at the second, past the stages the first tile's K-blocks occupy.
+                c_step = 2 * n_persistent
+                if wg == 2:
+                    c_id = bidz + n_persistent
+                    read = self._skip(read, k_tiles)
+                    release = self._skip(release, k_tiles)
             while c_id < n_clusters:
                 tm, tn = self._tile_of(c_id, log_swizzle, n_major, raster_n, bidx, bidy)
                 tile_word = tm | (tn << 16)
                 t_tile0 = self._now(R.LEVEL_TILE)
                 gt_tile0 = self._gt_lo()
+                o0 = t_tile0
+                o1 = t_tile0
+                if cutlass.const_expr(self.pingpong):
+                    order.wait(ord_state)  # my mainloop turn
+                    o1 = self._now(R.LEVEL_TILE)
                 acc.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                 warpgroup.fence()
@@ -418,13 +473,17 @@ class Sm90TmaWsGemm:
                     for kb in cutlass.range_constexpr(k_blocks):
                         cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
                                   tCrB[(None, None, kb, read.index)], acc)
+                        if cutlass.const_expr(kb == 0 and self.kblock_consumers):
+                            # The previous K-block's record, written between this K-block's wgmma:
+                            # the tensor cores then have a K-block and more queued, so the stores
+                            # cost no tensor time (after wait_group(1) they would; ptxas sinks
+                            # stores placed after commit_group below the wait).
+                            if writer:
+                                self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
+                                             p0, p1, p2, p3, p4, p4)
+                            pos += 1
                     warpgroup.commit_group()
                     t2 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
-                    if cutlass.const_expr(self.kblock_consumers):
-                        if writer:
-                            self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
-                                         p0, p1, p2, p3, p4, p4)
-                        pos += 1
                     warpgroup.wait_group(1)
                     t3 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                     mainloop.consumer_release(release)
@@ -437,6 +496,11 @@ class Sm90TmaWsGemm:
                     p4 = t4
                     release.advance()
                     read.advance()
+                if cutlass.const_expr(self.pingpong):
+                    # arrive on a copy and advance explicitly: the DSL carries a loop variable across
+                    # iterations only when the loop body assigns it or calls a method on it.
+                    order.arrive(ord_state.clone())  # the other warpgroup's mainloop may start
+                    ord_state.advance()
                 warpgroup.wait_group(0)
                 mainloop.consumer_release(release)
                 release.advance()
@@ -446,14 +510,22 @@ class Sm90TmaWsGemm:
                                      p0, p1, p2, p3, p4, p4)
                     pos += 1
                 t_acc = self._now(R.LEVEL_TILE)
+                o3 = t_acc
+                if cutlass.const_expr(self.pingpong):
+                    order.wait(ord_state)  # my epilogue turn (after the other's epilogue)
+                    o3 = self._now(R.LEVEL_TILE)
 
                 # (tma values, subtiles) of this output tile, subtiles of tile_m x epi_n
                 bSG_sC, bSG_gC = cpasync.tma_partition(
                     tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
                     cute.zipped_divide(gC[(None, None, tm, tn)], self.epi_tile))
                 for j in cutlass.range_constexpr(n_sub):
-                    for v in cutlass.range_constexpr(sub_size):
-                        sub_f32[v] = tRS_acc[j * sub_size + v]
+                    # subtile (v, m, n) <- accumulator (v, N chunk j * sub_nc + n, m)
+                    for n in cutlass.range_constexpr(sub_nc):
+                        for mm in cutlass.range_constexpr(sub_m):
+                            for v in cutlass.range_constexpr(sub_v):
+                                sub_f32[v + sub_v * (mm + sub_m * n)] = tRS_acc[
+                                    v + sub_v * (j * sub_nc + n) + sub_v * acc_nc * mm]
                     sub_out.store(sub_f32.load().to(self.c_dtype))
                     buf = (sub_count + j) % self.store_stages
                     cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
@@ -469,7 +541,11 @@ class Sm90TmaWsGemm:
                         cute.arch.cp_async_bulk_wait_group(self.store_stages - 2, read=True)
                         if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
                             e4 = self._now(R.LEVEL_EPILOGUE)
-                    epi_barrier.arrive_and_wait()
+                    if cutlass.const_expr(self.pingpong):
+                        cute.arch.barrier(barrier_id=self.epi_barrier_id + wg - 1,
+                                          number_of_threads=self.arrivals[2])
+                    else:
+                        epi_barrier.arrive_and_wait()
                     e2 = self._now(R.LEVEL_EPILOGUE)
                     e3 = e2
                     if is_store_thread:
@@ -482,7 +558,17 @@ class Sm90TmaWsGemm:
                             self._record(trace, slice_base, pos, trace_capacity,
                                          R.C_EPI | (buf << 8) | (j << 16), tile_word, e1, e1, e2, e3, e4, e4)
                         pos += 1
-                sub_count += n_sub
+                if cutlass.const_expr(self.pingpong):
+                    # store_tail: the other warpgroup's epilogue reuses the SMEM buffers next.
+                    if is_store_thread:
+                        cute.arch.cp_async_bulk_wait_group(0, read=True)
+                    order.arrive(ord_state.clone())
+                    ord_state.advance()
+                    # Skip the other warpgroup's next tile in the mainloop pipeline.
+                    read = self._skip(read, k_tiles)
+                    release = self._skip(release, k_tiles)
+                else:
+                    sub_count += n_sub
                 if cutlass.const_expr(level >= R.LEVEL_TILE):
                     t_end = self._now(R.LEVEL_TILE)
                     gt_end = self._gt_lo()
@@ -490,8 +576,13 @@ class Sm90TmaWsGemm:
                         self._record(trace, slice_base, pos, trace_capacity, R.C_TILE, tile_word,
                                      t_tile0, t_acc, t_end, Int64(gt_tile0), Int64(gt_end), Int64(k_tiles))
                     pos += 1
+                if cutlass.const_expr(self.pingpong and level >= R.LEVEL_TILE):
+                    if writer:
+                        self._record(trace, slice_base, pos, trace_capacity, R.C_ORDER, tile_word,
+                                     o0, o1, t_acc, o3, o3, o3)
+                    pos += 1
                 tiles_done += 1
-                c_id += n_persistent
+                c_id += c_step
 
             if is_store_thread:
                 s0 = self._now(R.LEVEL_TILE)
@@ -538,6 +629,14 @@ class Sm90TmaWsGemm:
             cm = minor
             cn = major
         return cm * self.cluster_m + cta_m, cn * self.cluster_n + cta_n
+
+    @staticmethod
+    def _skip(state, n: Int32):
+        """``state`` advanced by ``n`` stages (index wraps, phase flips once per wrap)."""
+        total = state.index + n
+        wraps = total // state.stages
+        return pipeline.PipelineState(state.stages, state.count + n, total % state.stages,
+                                      state.phase ^ (wraps & 1))
 
     @cute.jit
     def _record(self, trace: cute.Tensor, base: Int32, pos: Int32, cap: Int32, w0, w1, t2, t3, t4, t5,
@@ -594,12 +693,15 @@ class Sm90TmaWsGemm:
                         epilogue_tile_n, epilogue_store_stages, instrument) -> list[str]:
         """Rules of this kernel on its configuration (each broken rule named with its value)."""
         p = []
-        if schedule != "cooperative":
-            p.append(f"schedule={schedule!r}: only 'cooperative' is implemented on the hardware")
+        if schedule not in ("cooperative", "pingpong"):
+            p.append(f"schedule={schedule!r}: must be 'cooperative' or 'pingpong'")
         if tile_m != 128:
-            p.append(f"tile_m={tile_m}: the cooperative schedule uses 128 (two warpgroups x 64 rows)")
-        if tile_n not in (64, 128, 192, 256):
-            p.append(f"tile_n={tile_n}: must be 64, 128, 192 or 256 (wgmma N, one accumulator per thread)")
+            p.append(f"tile_m={tile_m}: must be 128 (cooperative: two warpgroups x 64 rows; ping-pong: "
+                     "one warpgroup x two m64 wgmma)")
+        ok_n = (64, 128, 192, 256) if schedule == "cooperative" else (64, 128)
+        if tile_n not in ok_n:
+            p.append(f"tile_n={tile_n}: must be one of {ok_n} for {schedule} (wgmma N; a warpgroup holds "
+                     f"{'64' if schedule == 'cooperative' else '128'} x tile_n fp32 accumulators in 232 registers)")
         if tile_k != 64:
             p.append(f"tile_k={tile_k}: must be 64 (one 128-byte swizzle row of 16-bit elements)")
         for name, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):

@@ -31,6 +31,7 @@ def _ptx(cfg: KernelConfig, dtype: str = "fp16") -> str:
     (KernelConfig(), "fp16"),
     (KernelConfig(cluster_m=2, swizzle=4), "bf16"),
     (KernelConfig(cluster_m=1, cluster_n=2, tile_n=128, raster="m"), "fp16"),
+    (KernelConfig(schedule="pingpong", tile_n=128, swizzle=4), "bf16"),
 ])
 def test_compiles_with_hopper_instructions(cfg, dtype):
     ptx = _ptx(cfg, dtype)
@@ -58,11 +59,23 @@ def test_arrival_counts_match_the_model():
     # cluster 2x1, two consumer warpgroups: 1 producer arrival; 8 warps x (2 + 1 - 1) CTAs; 256 threads
     assert mainloop_arrival_counts(2, 1, 2) == (1, 16, 256)
     assert mainloop_arrival_counts(1, 1, 2) == (1, 8, 256)
+    # ping-pong: one warpgroup reads a stage; one warpgroup syncs per epilogue subtile
+    assert mainloop_arrival_counts(2, 1, 1) == (1, 8, 128)
+
+
+def test_pingpong_has_the_math_order_barrier():
+    ptx = _ptx(KernelConfig(schedule="pingpong", tile_n=128))
+    # two warpgroup-private epilogue barriers (ids 1 and 2 are chosen at run time) and mbarrier
+    # arrivals for the math order, besides the mainloop's
+    assert ptx.count("wgmma.mma_async") == 16  # 2 M-repeats x 4 k16 steps, K-block 0 and the loop
+    assert "mbarrier.arrive" in ptx
 
 
 def test_config_rules_name_the_value():
-    with pytest.raises(ValueError, match="schedule='pingpong'"):
-        Sm90TmaWsGemm(schedule="pingpong")
+    with pytest.raises(ValueError, match="schedule='persistent'"):
+        Sm90TmaWsGemm(schedule="persistent")
+    with pytest.raises(ValueError, match="tile_n=256: must be one of"):
+        Sm90TmaWsGemm(schedule="pingpong", tile_n=256)
     with pytest.raises(ValueError, match="tile_n=96"):
         Sm90TmaWsGemm(tile_n=96)
     assert Sm90TmaWsGemm.can_implement(1000, 1032, 520) == []

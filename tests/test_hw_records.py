@@ -56,8 +56,9 @@ def test_tile_order_matches_the_sm90_model(shape, cluster, raster, swizzle):
         assert (w.m_idx, w.n_idx) == mine.cluster_coord(c), c
 
 
-def _synthetic(cap=64, ctas=2, tiles=2, kblocks=3, subs=2, ghz=1.5):
-    """A buffer as the kernel would write it at level 2 (simple, regular timing)."""
+def _synthetic(cap=64, ctas=2, tiles=2, kblocks=3, subs=2, ghz=1.5, pingpong=False):
+    """A buffer as the kernel would write it at level 3 (simple, regular timing). ``pingpong``: the
+    consumers take alternate tiles (Consumer0 the even ones)."""
     buf = np.zeros(ctas * R.ROLES_PER_CTA * cap * R.RECORD_WORDS, dtype=np.int64)
 
     def put(s, i, words):
@@ -72,6 +73,8 @@ def _synthetic(cap=64, ctas=2, tiles=2, kblocks=3, subs=2, ghz=1.5):
             pos = R.FIRST_DATA_RECORD
             t = 100
             for tile in range(tiles):
+                if pingpong and slot > 0 and tile % 2 != slot - 1:
+                    continue
                 tw = cta | (tile << 16)
                 t_tile = t
                 for k in range(kblocks):
@@ -134,3 +137,14 @@ def test_to_trace_spans_and_summary(tmp_path):
     tr.meta["summary"] = s
     p = tr.save(tmp_path / "t.npz")
     assert len(type(tr).load(p)) == len(tr)
+
+
+def test_pingpong_tma_loads_match_by_tile_and_kblock():
+    buf, meta = _synthetic(tiles=4, pingpong=True)
+    tr = to_trace(buf, meta)
+    loads = tr.where(kind="tma_load", cta=0).columns()
+    # every producer K-block found the consumer that read it (4 tiles x 3 K-blocks), none paired
+    # with another tile's record
+    assert len(loads["start_ns"]) == 12
+    assert set(loads["tile_n"].tolist()) == {0, 1, 2, 3}
+

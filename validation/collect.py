@@ -1,11 +1,19 @@
 """GPU side: build the hardware kernel's variants, check them, time them against cuBLAS, trace them.
 
-    python -m validation.collect --out OUT [--phase smoke|check|time|trace|all] [--quick]
+    python -m validation.collect --out OUT [--phase smoke|smoke-pp|check|bench|overhead|trace|all]
+                                 [--quick] [--no-pingpong | --only-pingpong]
+    python -m validation.collect --publish RUN_DIR [RUN_DIR ...] --out validation/results \
+                                 --trace-raw raw_*.npz ... [--trace-npz-for raw_*.npz ...]   (CPU)
 
-Writes under OUT: ``results.json`` (environment, correctness grid, timings with clocks, the
-instrumentation overhead), raw record dumps ``raw_<name>.npz`` (buffer + metadata; turn them into
-shared-format traces with ``python -m validation.hw_trace``), and the converted traces
-``trace_<name>.npz``. Every number is printed as a compact table at the end.
+Phases: ``check`` (correctness grid: fresh random-normal inputs, NaN-poisoned output, float32
+reference, shapes that do not divide the tile, every schedule/cluster/raster/level; instrumented runs
+also check each CTA's tile order and that no record was dropped), ``bench`` (kernel vs cuBLAS, launches
+alternating, in-kernel clock from an instrumented twin; also ``benchmarks/hw_vs_cublas.py``),
+``overhead`` (the instrumentation levels against the same kernel uninstrumented), ``trace`` (raw record
+dumps of instrumented runs). Writes under OUT: ``results.json`` (environment, every table) and
+``raw_<name>.npz`` (record buffer + metadata; ``python -m validation.hw_trace`` turns one into a
+shared-format trace). ``--publish`` merges finished runs into validation/results (tables as md + json,
+measured traces with their metadata).
 """
 
 from __future__ import annotations
@@ -124,11 +132,14 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
                        num_clusters=max_clusters)
     csize = cfg.cluster_m * cfg.cluster_n
     for (cta, role), sl in slices.items():
-        if role != "Consumer0":
+        if role == "MainloopLoad":
             continue
         d = sl.data
         tiles = [(int(w & 0xFFFF), int((w >> 16) & 0xFFFF)) for w in d[(d[:, 0] & 0xFF) == RR.C_TILE][:, 1]]
-        if tiles != order.get((cta // csize, sl.cta_rank)):
+        want = order.get((cta // csize, sl.cta_rank), [])
+        if cfg.schedule == "pingpong":  # the two consumer warpgroups alternate tiles
+            want = want[(0 if role == "Consumer0" else 1)::2]
+        if tiles != want:
             return False
     return True
 
@@ -137,6 +148,19 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
 TUNED = KernelConfig(cluster_m=2, swizzle=4)
 #: Mirrors simulator.config.Sm90GemmConfig's defaults (cluster 2x1, heuristic raster, swizzle 1).
 DEFAULT = KernelConfig()
+#: Ping-pong: each consumer warpgroup owns a 128x128 tile, mainloops and epilogues alternate.
+PINGPONG = KernelConfig(schedule="pingpong", tile_n=128, cluster_m=2, swizzle=4)
+
+
+NO_PINGPONG = False
+ONLY_PINGPONG = False  # ping-pong configs plus the cooperative TUNED and DEFAULT as baselines
+
+
+def _keep(cfgs):
+    if ONLY_PINGPONG:
+        return [c for c in cfgs if c.schedule == "pingpong" or c in (TUNED, DEFAULT)
+                or c == replace(TUNED, instrument=R.LEVEL_TILE)]
+    return [c for c in cfgs if not (NO_PINGPONG and c.schedule == "pingpong")]
 
 
 def phase_check(s: Session, quick: bool):
@@ -148,7 +172,10 @@ def phase_check(s: Session, quick: bool):
                KernelConfig(tile_n=192, cluster_m=1, raster="n"),
                KernelConfig(cluster_m=1, instrument=R.LEVEL_EPILOGUE),
                replace(TUNED, instrument=R.LEVEL_KBLOCK), replace(TUNED, instrument=R.LEVEL_TILE),
-               replace(TUNED, instrument=R.LEVEL_EPILOGUE)]
+               replace(TUNED, instrument=R.LEVEL_EPILOGUE),
+               PINGPONG, replace(PINGPONG, cluster_m=1, swizzle=1), replace(PINGPONG, tile_n=64, cluster_n=2),
+               replace(PINGPONG, instrument=R.LEVEL_EPILOGUE), replace(PINGPONG, instrument=R.LEVEL_TILE)]
+    configs = _keep(configs)
     if quick:
         configs = configs[:2]
     rows = []
@@ -224,10 +251,10 @@ def phase_bench(s: Session, quick: bool):
     main = [(8192, 8192, 8192)]
     others = [(4096, 4096, 4096), (8192, 8192, 2048), (16384, 16384, 4096), (2048, 2048, 2048),
               (6144, 6144, 6144), (3000, 5000, 1000)]
-    big = [TUNED, DEFAULT, KernelConfig(cluster_m=2, raster="m", swizzle=4), KernelConfig(cluster_m=1),
-           replace(TUNED, epilogue_tile_n=64, epilogue_store_stages=2),
-           replace(TUNED, instrument=R.LEVEL_TILE)]
-    small = [TUNED, DEFAULT, replace(TUNED, tile_n=128), replace(TUNED, instrument=R.LEVEL_TILE)]
+    big = _keep([TUNED, DEFAULT, KernelConfig(cluster_m=2, raster="m", swizzle=4), KernelConfig(cluster_m=1),
+                 replace(TUNED, epilogue_tile_n=64, epilogue_store_stages=2), PINGPONG,
+                 replace(PINGPONG, tile_n=64), replace(TUNED, instrument=R.LEVEL_TILE)])
+    small = _keep([TUNED, DEFAULT, replace(TUNED, tile_n=128), PINGPONG, replace(TUNED, instrument=R.LEVEL_TILE)])
     if quick:
         others, big = others[:1], big[:2]
     timing_rows(s, main, big, ("fp16", "bf16"), iters=100, label="bench")
@@ -239,15 +266,19 @@ def phase_bench(s: Session, quick: bool):
 
 def phase_overhead(s: Session, quick: bool):
     """Instrumentation overhead: the same config at levels 0, 1, 2, interleaved, same inputs."""
-    cfgs = [TUNED, replace(TUNED, instrument=R.LEVEL_TILE), replace(TUNED, instrument=R.LEVEL_KBLOCK),
-            replace(TUNED, instrument=R.LEVEL_EPILOGUE),
-            replace(TUNED, instrument=R.LEVEL_KBLOCK, instrument_roles="producer"),
-            replace(TUNED, instrument=R.LEVEL_KBLOCK, instrument_roles="consumers")]
-    rows = timing_rows(s, [(8192, 8192, 8192)], cfgs, ("fp16", "bf16"), iters=150, label="overhead")
+    cfgs = _keep([TUNED, replace(TUNED, instrument=R.LEVEL_TILE), replace(TUNED, instrument=R.LEVEL_KBLOCK),
+                  replace(TUNED, instrument=R.LEVEL_EPILOGUE),
+                  replace(TUNED, instrument=R.LEVEL_KBLOCK, instrument_roles="producer"),
+                  replace(TUNED, instrument=R.LEVEL_KBLOCK, instrument_roles="consumers"),
+                  PINGPONG, replace(PINGPONG, instrument=R.LEVEL_TILE), replace(PINGPONG, instrument=R.LEVEL_KBLOCK),
+                  replace(PINGPONG, instrument=R.LEVEL_EPILOGUE)])
+    rows = timing_rows(s, [(8192, 8192, 8192)], cfgs, ("fp16", "bf16"), iters=120, label="overhead")
     for row in rows:
         t = row["results"]
-        base = t[TUNED.name()]["ms_median"]
-        for c in cfgs[1:]:
+        for c in cfgs:
+            if c.instrument == R.LEVEL_OFF:
+                continue
+            base = t[replace(c, instrument=R.LEVEL_OFF, instrument_roles="all").name()]["ms_median"]
             t[c.name()]["overhead_vs_off"] = t[c.name()]["ms_median"] / base - 1.0
             print(f"[overhead] {row['dtype']} {c.name()}: {100 * t[c.name()]['overhead_vs_off']:+.2f}%", flush=True)
     s.save()
@@ -279,7 +310,7 @@ def bench_markdown(rows: list, env: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def phase_trace(s: Session, cfg: KernelConfig, shape, dtype="fp16", tag=None):
+def phase_trace(s: Session, cfg: KernelConfig, shape, dtype="fp16", tag=None, save_trace=False):
     """One instrumented run: raw dump + shared-format trace."""
     import numpy as np
     import torch
@@ -312,7 +343,8 @@ def phase_trace(s: Session, cfg: KernelConfig, shape, dtype="fp16", tag=None):
     np.savez_compressed(s.out / f"raw_{tag}.npz", buf=buf, meta=np.asarray(json.dumps(meta, default=str)))
     tr = to_trace(buf, meta)
     tr.meta["summary"] = summarize(tr)
-    tr.save(s.out / f"trace_{tag}.npz")
+    if save_trace:
+        tr.save(s.out / f"trace_{tag}.npz")
     info = {"tag": tag, "spans": len(tr), "kernel_ms": ms, "effective_clock": tr.meta["effective_clock"],
             "dropped": tr.meta["dropped_records"], "trace_duration_us": tr.duration_ns / 1e3}
     s.res.setdefault("traces", []).append(info)
@@ -321,13 +353,30 @@ def phase_trace(s: Session, cfg: KernelConfig, shape, dtype="fp16", tag=None):
     return tr
 
 
-def publish(run_dir: Path, dest: Path, trace_raw: str | None = None, min_wait_cycles: int = 0) -> list[Path]:
-    """Write a finished GPU run's results into ``dest`` (validation/results): the benchmark table
-    (md + json), the overhead and correctness tables, and one measured trace (.npz, shared format)
-    with its metadata (json + md). Runs on a CPU from what collect wrote."""
+def publish(run_dirs: list[Path], dest: Path, trace_raws: list[str] | None = None,
+            min_wait_cycles: int = 0, npz_for: list[str] | None = None) -> list[Path]:
+    """Write finished GPU runs' results into ``dest`` (validation/results): the benchmark table
+    (md + json), the overhead and correctness tables, and measured traces (.npz, shared format) with
+    their metadata (json + md). Runs on a CPU from what collect wrote; several runs are merged (each
+    row group of the benchmark has its own cuBLAS baseline). ``trace_raws``: raw dumps, looked up in
+    the run folders; each is copied (renamed after the current naming code), and summarized (json +
+    md); the converted trace (.npz) is written only for those in ``npz_for`` (default: all) to keep the
+    repository small."""
+    import numpy as np
+
     from validation.hw_trace import load_raw, summarize, to_trace
-    res = json.loads((run_dir / RESULTS).read_text())
-    env = res["env"]
+    runs = [json.loads((Path(d) / RESULTS).read_text()) for d in run_dirs]
+    res = {"env": runs[-1]["env"], "bench": [], "overhead": [], "check": [],
+           "commands": [c for r in runs for c in r.get("commands", [])]}
+    # The benchmark rows of every run are kept (each row group has its own cuBLAS baseline); the
+    # correctness grid and the overhead table come from the latest run that has them.
+    for r in runs:
+        res["bench"] += r.get("bench", [])
+        for key in ("overhead", "check"):
+            if r.get(key):
+                res[key] = r[key]
+    env = dict(res["env"])
+    env["command"] = " ; ".join(c for c in res["commands"] if "--phase all" in c or "bench" in c) or env["command"]
     dest.mkdir(parents=True, exist_ok=True)
     out = []
     if res.get("bench"):
@@ -337,19 +386,58 @@ def publish(run_dir: Path, dest: Path, trace_raw: str | None = None, min_wait_cy
         (dest / "hw_vs_cublas.json").write_text(json.dumps({"env": env, "bench": res["bench"]}, indent=1))
         out += [dest / "hw_vs_cublas.md", dest / "hw_vs_cublas.json"]
     if res.get("overhead") or res.get("check"):
-        summary = {"env": env, "overhead": res.get("overhead"),
+        summary = {"env": env, "commands": res["commands"], "overhead": res.get("overhead"),
                    "check": {"passed": sum(r["ok"] for r in res.get("check", [])),
                              "total": len(res.get("check", [])), "rows": res.get("check")}}
         (dest / "hw_checks_and_overhead.json").write_text(json.dumps(summary, indent=1))
         out.append(dest / "hw_checks_and_overhead.json")
-    if trace_raw:
+        lines = ["# Correctness grid and instrumentation overhead (H200)", "",
+                 f"Correctness: {summary['check']['passed']}/{summary['check']['total']} runs passed "
+                 "(fresh random-normal inputs per run, output NaN-poisoned before the launch, relative "
+                 "Frobenius error against a float32 torch reference: < 5e-3 fp16, < 2e-2 bf16; every element "
+                 "written; instrumented runs also check that every CTA recorded exactly the tiles "
+                 "hw_kernels/schedule.py assigns it, in order, with no record dropped).", "",
+                 "| config | dtype | shapes (M x N x K) | passed |", "| --- | --- | --- | --- |"]
+        groups: dict = {}
+        for r in res.get("check", []):
+            g = groups.setdefault((r["config"], r["dtype"]), [[], 0])
+            g[0].append(f"{r['m']}x{r['n']}x{r['k']}")
+            g[1] += bool(r["ok"])
+        for (cfg, dt), (shapes, ok) in groups.items():
+            lines.append(f"| {cfg} | {dt} | {', '.join(shapes)} | {ok}/{len(shapes)} |")
+        lines += ["", "Overhead of the instrumentation switch: the same config at each level, launches "
+                  "alternating with the uninstrumented kernel (and cuBLAS), 8192^3, same inputs; median "
+                  "time ratio - 1.", "", "| dtype | config | level | overhead |", "| --- | --- | --- | ---: |"]
+        for row in res.get("overhead", []):
+            for name, v in row["results"].items():
+                if "overhead_vs_off" in v:
+                    lvl = name.split("_trace-")[-1]
+                    lines.append(f"| {row['dtype']} | {name.split('_trace-')[0]} | {lvl} | "
+                                 f"{100 * v['overhead_vs_off']:+.2f}% |")
+        (dest / "hw_checks_and_overhead.md").write_text("\n".join(lines) + "\n")
+        out.append(dest / "hw_checks_and_overhead.md")
+    for trace_raw in trace_raws or []:
+        run_dir = next(Path(d) for d in reversed(run_dirs) if (Path(d) / trace_raw).exists())  # latest wins
         buf, meta = load_raw(run_dir / trace_raw)
         tr = to_trace(buf, meta, min_wait_cycles=min_wait_cycles)
         tr.meta["summary"] = summarize(tr)
         tr.meta["min_wait_cycles"] = min_wait_cycles
         tr.meta["collect_command"] = env.get("command")
-        name = "measured_" + trace_raw.removeprefix("raw_").removesuffix(".npz")
-        tr.save(dest / f"{name}.npz")
+        # Names from the current naming code (KernelConfig.name), not from the dump's file name.
+        p = meta["problem"]
+        tag = f"{KernelConfig(**meta['config']).name()}_{meta['dtype']}_{p['m']}x{p['n']}x{p['k']}"
+        meta["config_name"] = tr.meta["config_name"] = KernelConfig(**meta["config"]).name()
+        name = "measured_" + tag
+        raw_out = dest / f"raw_{tag}.npz"
+        np.savez_compressed(raw_out, buf=buf, meta=np.asarray(json.dumps(meta, default=str)))
+        out.append(raw_out)
+        if npz_for is None or trace_raw in npz_for:
+            tr.save(dest / f"{name}.npz")
+            out.append(dest / f"{name}.npz")
+            how = f"`{name}.npz` here"
+        else:
+            how = (f"not stored; rebuild it with `python -m validation.hw_trace validation/results/{raw_out.name} "
+                   f"{name}.npz`")
         info = {k: v for k, v in tr.meta.items()}
         (dest / f"{name}.json").write_text(json.dumps(info, indent=1, default=str))
         s = tr.meta["summary"]
@@ -357,7 +445,8 @@ def publish(run_dir: Path, dest: Path, trace_raw: str | None = None, min_wait_cy
         p = meta["problem"]
         lines = [f"# Measured run: {meta['config_name']} {meta['dtype']} {p['m']}x{p['n']}x{p['k']}", "",
                  f"- device: {meta.get('device')}, driver {meta.get('driver')}, nvidia-cutlass-dsl {meta.get('dsl_version')}",
-                 f"- date: {env.get('date_utc')}; command: `{env.get('command')}` (phase trace)",
+                 f"- date: {meta.get('env_date_utc')}; command: `{meta.get('env_command')}` (its trace phase; "
+                 f"converted with `python -m validation.collect --publish ... --min-wait-cycles {min_wait_cycles}`)",
                  f"- kernel time (CUDA events, one launch after 3 warm-ups): {meta['kernel_ms_events'] * 1e3:.1f} us",
                  f"- effective SM clock (clock64 / globaltimer, median over {clk.get('slices')} role slices): "
                  f"{clk.get('median_ghz'):.3f} GHz (min {clk.get('min_ghz'):.3f}, max {clk.get('max_ghz'):.3f})",
@@ -371,9 +460,10 @@ def publish(run_dir: Path, dest: Path, trace_raw: str | None = None, min_wait_cy
             waits = ", ".join(f"{b}: {v / 1e3:.0f}" for b, v in r["wait_ns_by_barrier"].items())
             wf = r.get("wait_fraction")
             lines.append(f"| {role} | {tile / 1e3 if tile else float('nan'):.2f} | {wf if wf is not None else float('nan'):.3f} | {waits} |")
-        lines += ["", "Span meanings: see `span_semantics` in the JSON and validation/hw_trace.py."]
+        lines += ["", f"Raw record dump: `{raw_out.name}`; shared-format trace: {how}.",
+                  "Span meanings: see `span_semantics` in the JSON and validation/hw_trace.py."]
         (dest / f"{name}.md").write_text("\n".join(lines) + "\n")
-        out += [dest / f"{name}.npz", dest / f"{name}.json", dest / f"{name}.md"]
+        out += [dest / f"{name}.json", dest / f"{name}.md"]
     return out
 
 
@@ -381,19 +471,35 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "collect_out"), help="output folder")
-    ap.add_argument("--phase", default="all", choices=["smoke", "check", "bench", "overhead", "trace", "all"])
+    ap.add_argument("--phase", default="all", choices=["smoke", "smoke-pp", "check", "bench", "overhead", "trace", "all"])
+    ap.add_argument("--no-pingpong", action="store_true", help="leave the ping-pong schedule out")
+    ap.add_argument("--only-pingpong", action="store_true",
+                    help="only ping-pong configs (plus cooperative baselines)")
     ap.add_argument("--quick", action="store_true", help="fewer configs and shapes")
-    ap.add_argument("--publish", metavar="RUN_DIR", help="(CPU) write RUN_DIR's results into --out "
-                    "(e.g. validation/results) instead of running anything")
-    ap.add_argument("--trace-raw", help="with --publish: the raw_*.npz of RUN_DIR to convert and commit")
+    ap.add_argument("--publish", metavar="RUN_DIR", nargs="+", help="(CPU) write these runs' results "
+                    "into --out (e.g. validation/results) instead of running anything")
+    ap.add_argument("--trace-raw", nargs="*", help="with --publish: raw_*.npz dumps to convert and commit")
     ap.add_argument("--min-wait-cycles", type=int, default=0, help="with --publish: drop shorter waits")
+    ap.add_argument("--trace-npz-for", nargs="*", help="with --publish: write converted traces only for these raws")
     a = ap.parse_args(argv)
     if a.publish:
-        for p in publish(Path(a.publish), Path(a.out), a.trace_raw, a.min_wait_cycles):
+        for p in publish([Path(d) for d in a.publish], Path(a.out), a.trace_raw, a.min_wait_cycles,
+                         a.trace_npz_for):
             print(f"wrote {p} ({p.stat().st_size / 1e6:.2f} MB)")
         return 0
     s = Session(Path(a.out), " ".join(["python -m validation.collect", *(argv or sys.argv[1:])]))
     print("env:", json.dumps(s.res["env"]), flush=True)
+    global NO_PINGPONG, ONLY_PINGPONG
+    NO_PINGPONG, ONLY_PINGPONG = a.no_pingpong, a.only_pingpong
+    if a.phase == "smoke-pp":
+        for cfg, shape in ((replace(PINGPONG, instrument=R.LEVEL_EPILOGUE), (1000, 1032, 520)),
+                           (replace(PINGPONG, cluster_m=1), (129, 264, 72)), (PINGPONG, (4096, 4096, 256)),
+                           (replace(PINGPONG, cluster_m=1, instrument=R.LEVEL_TILE), (4096, 2048, 1024))):
+            r = check_one(s, cfg, "fp16", *shape, 11)
+            print("smoke-pp", json.dumps(r), flush=True)
+            s.res.setdefault("smoke", []).append(r)
+        s.save()
+        return 0 if all(r["ok"] for r in s.res["smoke"]) else 1
     if a.phase == "smoke":
         for cfg in (replace(TUNED, instrument=R.LEVEL_EPILOGUE), DEFAULT):
             r = check_one(s, cfg, "fp16", 1000, 1032, 520, 7)
@@ -408,8 +514,11 @@ def main(argv=None) -> int:
     if a.phase in ("overhead", "all"):
         phase_overhead(s, a.quick)
     if a.phase in ("trace", "all"):
-        phase_trace(s, replace(TUNED, instrument=R.LEVEL_EPILOGUE), (4096, 4096, 2048))
-        phase_trace(s, replace(TUNED, instrument=R.LEVEL_TILE), (8192, 8192, 8192))
+        if not ONLY_PINGPONG:
+            phase_trace(s, replace(TUNED, instrument=R.LEVEL_EPILOGUE), (4096, 4096, 2048))
+            phase_trace(s, replace(TUNED, instrument=R.LEVEL_TILE), (8192, 8192, 8192))
+        if not NO_PINGPONG:
+            phase_trace(s, replace(PINGPONG, instrument=R.LEVEL_EPILOGUE), (4096, 4096, 2048))
     s.save()
     return 0
 

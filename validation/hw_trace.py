@@ -21,7 +21,9 @@ Span definitions (cycles from clock64 of the SM, ns from the CTA's own globaltim
   ``wait`` ``epilogue.barrier``: SMEM written -> named barrier passed; ``wait``
   ``epilogue.store_buffer`` (Consumer0, the store thread): cp.async.bulk.wait_group.read;
   ``tma_store`` (Consumer0): store issued -> a later wait_group.read saw it read out (upper bound);
-  ``wait`` ``epilogue.store_drain``: the final wait_group 0. ``prologue``: role start -> first tile.
+  ``wait`` ``epilogue.store_drain``: the final wait_group 0; ``wait`` ``math_order`` (ping-pong):
+  waiting for the warpgroup's mainloop turn (stage 0) or epilogue turn (stage 1).
+  ``prologue``: role start -> first tile.
 """
 
 from __future__ import annotations
@@ -192,6 +194,10 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
                     # tiles the next wait comes after a whole mainloop and bounds nothing useful.
                     if later is not None and (tm[later], tn[later]) == (tm[i], tn[i]):
                         add("tma_store", cyc[i, 3], cyc[later, 4], tile=t, k=index[i], stage=stage[i])
+            for i in np.nonzero(kind == R.C_ORDER)[0]:  # ping-pong math-order turns
+                t = (tm[i], tn[i], 0)
+                add("wait", cyc[i, 0], cyc[i, 1], tile=t, stage=0, barrier="math_order")
+                add("wait", cyc[i, 2], cyc[i, 3], tile=t, stage=1, barrier="math_order")
             for i in np.nonzero(kind == R.C_STORE_TAIL)[0]:
                 add("wait", cyc[i, 0], cyc[i, 1], barrier="epilogue.store_drain")
         if first_tile_start is not None:
@@ -203,36 +209,40 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
 
 
 def _add_tma_loads(tr: Trace, slices: dict, origin_cyc: dict, csize: int) -> None:
+    """tma_load spans: producer issue -> the earliest time a consumer of the same CTA saw that
+    (tile, K-block) full. Matched by (tile, K-block), not by order: in ping-pong the two consumers
+    take alternate tiles."""
     for (cta, role), sl in slices.items():
         if role != "MainloopLoad" or sl.data.size == 0:
             continue
-        d = sl.data
-        kind = d[:, 0] & 0xFF
-        prod = d[kind == R.P_KBLOCK]
+        prod = sl.data[(sl.data[:, 0] & 0xFF) == R.P_KBLOCK]
         if prod.size == 0:
             continue
-        seen = None
+        seen: dict[tuple[int, int, int], float] = {}
         for crole in ("Consumer0", "Consumer1"):
             cs = slices.get((cta, crole))
             if cs is None or cs.data.size == 0:
                 continue
             cd = cs.data[(cs.data[:, 0] & 0xFF) == R.C_KBLOCK]
-            n = min(len(cd), len(prod))
             base_c, f_c = origin_cyc[(cta, crole)]
-            t_seen = base_c + cs.cycles(cd[:n, 3]) / f_c
-            seen = t_seen if seen is None else np.minimum(seen[:n], t_seen[:n])
-        if seen is None:
+            t_seen = base_c + cs.cycles(cd[:, 3]) / f_c
+            for w0, w1, t in zip(cd[:, 0].tolist(), cd[:, 1].tolist(), t_seen.tolist(), strict=True):
+                key = (w1 & 0xFFFF, (w1 >> 16) & 0xFFFF, (w0 >> 16) & 0xFFFF)
+                seen[key] = min(seen.get(key, t), t)
+        if not seen:
             continue
         base_p, f_p = origin_cyc[(cta, role)]
         issue_cyc = sl.cycles(prod[:, 4])
-        for i in range(len(seen)):
+        for i in range(len(prod)):
             w0, w1 = int(prod[i, 0]), int(prod[i, 1])
-            tile = (w1 & 0xFFFF, (w1 >> 16) & 0xFFFF, 0)
-            end_ns = float(seen[i])
+            key = (w1 & 0xFFFF, (w1 >> 16) & 0xFFFF, (w0 >> 16) & 0xFFFF)
+            if key not in seen:
+                continue
             start_ns = base_p + issue_cyc[i] / f_p
-            tr.add_ns(sl.smid, cta, cta // csize, role, "tma_load", start_ns, max(end_ns, start_ns),
-                      start_cycle=float(issue_cyc[i]), end_cycle=float(issue_cyc[i] + (max(end_ns, start_ns) - start_ns) * f_p),
-                      tile=tile, k_block=(w0 >> 16) & 0xFFFF, stage=(w0 >> 8) & 0xFF)
+            end_ns = max(seen[key], start_ns)
+            tr.add_ns(sl.smid, cta, cta // csize, role, "tma_load", start_ns, end_ns,
+                      start_cycle=float(issue_cyc[i]), end_cycle=float(issue_cyc[i] + (end_ns - start_ns) * f_p),
+                      tile=(key[0], key[1], 0), k_block=key[2], stage=(w0 >> 8) & 0xFF)
 
 
 def summarize(tr: Trace) -> dict:
