@@ -23,6 +23,7 @@ from simulator.constants import Constant
 _SEMI = "SemiAnalysis microbench-blackwell"
 _LUO = "Luo et al. IPDPS'24 (arXiv 2402.13499)"
 _LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
+_MICRO = "validation/results/h200_microbench.json (python -m validation.microbench, 2026-11-29)"
 _CUDA_GUIDE_CLUSTERS = "CUDA C++ Programming Guide, Thread Block Clusters (8 portable, 16 non-portable opt-in)"
 
 # Constants that may be zero (the feature does not exist on that architecture); all others must be > 0.
@@ -215,7 +216,6 @@ class ArchSpec:
     def h200(cls) -> ArchSpec:
         """NVIDIA H200 SXM (SM90)."""
         C = Constant
-        hbm = 4.8e12
         return cls(
             name="H200",
             sm_version=90,
@@ -238,13 +238,17 @@ class ArchSpec:
                                  "CUTLASS sm90_common.inl sm90_smem_capacity_bytes (227 KB)", "cutlass"),
             tmem_columns=C("tmem_columns", 0, "columns", "SM90 has no tensor memory", "datasheet"),
             tmem_lanes=C("tmem_lanes", 0, "lanes", "SM90 has no tensor memory", "datasheet"),
-            hbm_bytes_per_s=C("hbm_bytes_per_s", hbm, "B/s", "NVIDIA H200 datasheet (4.8 TB/s)", "datasheet"),
+            hbm_bytes_per_s=C("hbm_bytes_per_s", 4.279e12, "B/s",
+                              f"{_MICRO}: 4 GiB device-to-device copy, read+write bytes over time, SM at "
+                              "1980 MHz (datasheet: 4.8 TB/s)", "measured-here"),
             hbm_latency_cycles=C("hbm_latency_cycles", 478.8, "cycles",
                                  f"{_LUO} Table IV (H800 PCIe global-memory latency)", "paper"),
-            l2_bytes=C("l2_bytes", 50 * 1024 * 1024, "B",
-                       "placeholder: H100 50 MB L2 (hw engineer to report the H200 device query)", "datasheet"),
-            l2_bytes_per_s=C("l2_bytes_per_s", 2.5 * hbm, "B/s",
-                             "not published for H200: ~2.5x HBM bandwidth", "estimate"),
+            l2_bytes=C("l2_bytes", 62914560, "B",
+                       f"{_MICRO}: cudaDeviceProp.l2CacheSize of the H200 (60 MiB)", "measured-here"),
+            l2_bytes_per_s=C("l2_bytes_per_s", 21.43e12, "B/s",
+                             f"{_MICRO}: Triton read of a 16 MiB buffer from all SMs, SM at 1980 MHz "
+                             "(22.8 TB/s at 8 MiB, 19.4 at 24 MiB, 9.7 at 48 MiB: the far L2 half)",
+                             "measured-here"),
             l2_latency_cycles=C("l2_latency_cycles", 263.0, "cycles",
                                 f"{_LUO} Table IV (H800 L2 263 clk; extended version: near hit 258)", "paper"),
             tma_issue_overhead_cycles=C("tma_issue_overhead_cycles", 170, "cycles",

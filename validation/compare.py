@@ -79,6 +79,18 @@ def default_measured() -> Path:
     return found[0]
 
 
+def load_measured(path: Path) -> Trace:
+    """A measured trace: a shared-format ``.npz``, or a raw record dump (``raw_*.npz`` with the
+    kernel's buffer and metadata), decoded with :mod:`validation.hw_trace`."""
+    with np.load(path, allow_pickle=False) as data:
+        is_raw = "buf" in data.files
+    if not is_raw:
+        return Trace.load(path)
+    from validation.hw_trace import load_raw, to_trace
+    buf, meta = load_raw(path)
+    return to_trace(buf, meta)
+
+
 def sim_config_from_measured(meta: dict) -> Sm90GemmConfig:
     """The Sm90GemmConfig of the hardware kernel's run (its KernelConfig uses the same field names)."""
     try:
@@ -136,7 +148,7 @@ def compare(measured_path: str | Path | None = None, *, arch: ArchSpec | None = 
     path = Path(measured_path) if measured_path else default_measured()
     if not path.exists():
         raise FileNotFoundError(path)
-    meas = Trace.load(path)
+    meas = load_measured(path)
     if meas.meta.get("source") != "measured":
         raise TraceFormatError(f"{path}: meta source is {meas.meta.get('source')!r}, not a measured trace")
     cfg = sim_config_from_measured(meas.meta)
