@@ -106,7 +106,9 @@ def sim_config_from_measured(meta: dict) -> Sm90GemmConfig:
         cluster_m=int(k["cluster_m"]), cluster_n=int(k["cluster_n"]), schedule=k["schedule"],
         mainloop_stages=int(meta.get("mainloop_stages") or k.get("mainloop_stages")),
         raster=k["raster"], swizzle=int(k["swizzle"]),
-        epilogue_tile_n=int(k["epilogue_tile_n"]), epilogue_store_stages=int(k["epilogue_store_stages"]),
+        # the hardware kernel's epilogue subtile is tile_m x epilogue_tile_n in both schedules
+        epilogue_tile_m=int(k["tile_m"]), epilogue_tile_n=int(k["epilogue_tile_n"]),
+        epilogue_store_stages=int(k["epilogue_store_stages"]),
     )
 
 

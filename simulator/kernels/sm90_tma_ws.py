@@ -82,8 +82,10 @@ Differences from CUTLASS C++ (the model follows the hardware twin):
   before it (the twin); C++ syncs twice per subtile and waits ``StagesD-1`` before writing SMEM.
 * with C and D of the same type, C++ reuses C's SMEM for D and releases a C stage only after the
   store that reads it; the model releases it after C is read into registers (no such twin yet).
-* the scheduler is CUTLASS's (:class:`simulator.scheduler.TileRaster`, raster + swizzle); the twin's
-  own ``hw_kernels/schedule.py`` order differs for swizzle > 1.
+* the scheduler is CUTLASS's (:class:`simulator.scheduler.TileRaster`, raster + swizzle), which the
+  twin follows too (``hw_kernels/schedule.py``; ``wsim validate`` checks the measured tile order).
+* a warpgroup's wgmma issue stalls until the tensor core takes its batch (busy time, not a wait):
+  the measured traces show the consumers issuing, not parked in ``wgmma.wait_group``.
 * at exit the store thread waits until its stores are *written* (the twin's ``wait_group 0``), so a
   memory-bound run's makespan includes the last write.
 
