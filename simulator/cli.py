@@ -55,9 +55,16 @@ def _kv(s: str) -> tuple[str, str]:
     return k.strip(), v.strip()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (the value and what was expected), exit status 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="wsim", description="Cycle-approximate simulator of warp-specialized GEMM kernels")
-    sub = p.add_subparsers(dest="command")
+    p = _Parser(prog="wsim", description="Cycle-approximate simulator of warp-specialized GEMM kernels")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
     s = sub.add_parser("simulate", help="predict time, throughput, per-role waits and deadlocks of one GEMM")
     s.add_argument("--arch", default=None, help="b200 (sm100, default) or h200 (sm90)")
     s.add_argument("--config", metavar="FILE.toml", help="TOML file with [config], [arch], [knobs] tables")

@@ -85,3 +85,18 @@ def test_console_script_runs():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "predicted time" in p.stdout
+
+
+def test_validate_bad_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "x.npz"
+    f.write_text("not a trace")
+    rc, _, err = run(["validate", str(f)], capsys)
+    assert rc == 2 and "not a trace or raw record file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_argparse_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--m", "abc"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid int value: 'abc'" in err and len(err.strip().splitlines()) == 1

@@ -82,8 +82,11 @@ def default_measured() -> Path:
 def load_measured(path: Path) -> Trace:
     """A measured trace: a shared-format ``.npz``, or a raw record dump (``raw_*.npz`` with the
     kernel's buffer and metadata), decoded with :mod:`validation.hw_trace`."""
-    with np.load(path, allow_pickle=False) as data:
-        is_raw = "buf" in data.files
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            is_raw = "buf" in data.files
+    except (OSError, ValueError) as e:
+        raise TraceFormatError(f"{path}: not a trace or raw record file ({e})") from None
     if not is_raw:
         return Trace.load(path)
     from validation.hw_trace import load_raw, to_trace
