@@ -38,6 +38,20 @@ def bare_simpy_events_per_s(n_procs: int = 296, n_steps: int = 2000) -> float:
     return n_procs * n_steps / dt
 
 
+def _area(file: str) -> str:
+    """Group a profiled file into a part of the program."""
+    if "simpy" in file:
+        return "SimPy (event queue, process resumption)"
+    for name in ("mbarrier", "pipeline", "memory", "engine", "trace"):
+        if file.endswith(f"simulator/{name}.py"):
+            return f"simulator/{name}.py"
+    if "simulator/kernels" in file:
+        return "simulator/kernels (role processes, TMA/MMA issue)"
+    if "simulator" in file:
+        return "simulator (other)"
+    return "Python builtins and other"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=8192)
@@ -69,9 +83,19 @@ def main() -> None:
     print(f"ratio model/baseline  : {rate / base:.2f}")
     print(f"per event             : {1e6 / rate:.2f} us (bare SimPy {1e6 / base:.2f} us)")
     if prof:
-        s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(15)
-        print(s.getvalue())
+        st = pstats.Stats(prof)
+        by_area: dict[str, float] = {}
+        total = 0.0
+        for (file, _line, _fn), (_cc, _nc, tt, _ct, _callers) in st.stats.items():
+            area = _area(file)
+            by_area[area] = by_area.get(area, 0.0) + tt
+            total += tt
+        print("\nwhere the time goes (own time under cProfile, which inflates small functions):")
+        for area, tt in sorted(by_area.items(), key=lambda kv: -kv[1]):
+            print(f"  {area:<44} {100 * tt / total:5.1f}%")
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(12)
+        print(out.getvalue())
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ class MBarrier:
 
     @property
     def waiters(self) -> tuple[Waiter, ...]:
-        return tuple(self._waiters)
+        return tuple(Waiter(*w) for w in self._waiters)
 
     # -- arrivals --------------------------------------------------------------------------
     def arrive(self, count: int = 1, *, who: str = "", round: int | None = None) -> None:
@@ -174,7 +174,8 @@ class MBarrier:
         if (self.phase & 1) != parity:
             return None
         ev = Event(self.env)
-        self._waiters.append(Waiter(who, parity, self.env.now, ev))
+        # A plain tuple in the hot path; ``waiters`` turns them into Waiter records.
+        self._waiters.append((who, parity, self.env._now, ev))
         return ev
 
     def __repr__(self) -> str:
@@ -204,7 +205,7 @@ class NamedBarrier:
 
     @property
     def waiters(self) -> tuple[Waiter, ...]:
-        return tuple(self._waiters)
+        return tuple(Waiter(*w) for w in self._waiters)
 
     def arrive(self, count: int, who: str = "") -> None:
         self.pending -= count
@@ -212,7 +213,7 @@ class NamedBarrier:
             self.pending = self.expected
             self.generation += 1
             for w in self._waiters:
-                w.event.succeed()
+                w[3].succeed()
             self._waiters = []
 
     def arrive_and_wait(self, count: int, who: str) -> simpy.Event | None:
@@ -220,7 +221,7 @@ class NamedBarrier:
             self.arrive(count, who)
             return None
         ev = simpy.Event(self.env)
-        self._waiters.append(Waiter(who, self.generation & 1, self.env.now, ev))
+        self._waiters.append((who, self.generation & 1, self.env.now, ev))
         self.pending -= count
         return ev
 

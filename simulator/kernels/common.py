@@ -49,11 +49,14 @@ class RoleBase:
         self.start_cycle = 0.0
         # Statistics key; a model may refine it (e.g. the idle MMA warp of a 2-SM peer CTA).
         self.stat_name = self.name
+        # Wait cycles per barrier kind, merged into the run statistics when the role finishes.
+        self.wait_acc: dict[str, float] = {}
 
     def _waited(self, barrier: str, stage: int, t0: float, tile=None, k_block: int = -1) -> None:
         """Account a finished wait (and trace it): ``barrier`` is the barrier kind, e.g. ``mainloop.full``."""
-        now = self.env.now
-        self.stats.add_wait(self.stat_name, barrier, now - t0)
+        now = self.env._now
+        acc = self.wait_acc
+        acc[barrier] = acc.get(barrier, 0.0) + (now - t0)
         if self.tr is not None and now > t0:
             c = self.cta
             self.tr.add(c.sm, c.rank, c.cluster.index, self.name, "wait", t0, now, tile=tile,
@@ -74,6 +77,8 @@ class RoleBase:
         end = self.env.now
         s = self.stats
         key = self.stat_name
+        for barrier, cycles in self.wait_acc.items():
+            s.add_wait(key, barrier, cycles)
         s.role_cycles[key] = s.role_cycles.get(key, 0.0) + (end - self.start_cycle)
         s.role_count[key] = s.role_count.get(key, 0) + 1
         if end > s.end_cycle:
