@@ -467,6 +467,20 @@ def publish(run_dirs: list[Path], dest: Path, trace_raws: list[str] | None = Non
     return out
 
 
+def config_from_name(name: str) -> KernelConfig:
+    """The KernelConfig named ``name`` (KernelConfig.name() without the instrumentation suffix)."""
+    import re
+    mt = re.match(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?$", name)
+    if mt is None:
+        raise SystemExit(f"--trace-config {name!r}: not a kernel name like 128x256x64_c2x1_rh_sw4_e32")
+    tm, tn, tk, pp, cm, cn, r, sw, en, st, sst = mt.groups()
+    return KernelConfig(tile_m=int(tm), tile_n=int(tn), tile_k=int(tk), cluster_m=int(cm), cluster_n=int(cn),
+                        schedule="pingpong" if pp else "cooperative",
+                        raster={"h": "heuristic", "m": "m", "n": "n"}[r], swizzle=int(sw),
+                        epilogue_tile_n=int(en), mainloop_stages=int(st) if st else None,
+                        epilogue_store_stages=int(sst) if sst else 4)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -481,6 +495,10 @@ def main(argv=None) -> int:
     ap.add_argument("--trace-raw", nargs="*", help="with --publish: raw_*.npz dumps to convert and commit")
     ap.add_argument("--min-wait-cycles", type=int, default=0, help="with --publish: drop shorter waits")
     ap.add_argument("--trace-npz-for", nargs="*", help="with --publish: write converted traces only for these raws")
+    ap.add_argument("--trace-config", metavar="NAME", help="trace one kernel given by its name (as in "
+                    "hw_vs_cublas.md, e.g. 128x64x64_pp_c2x1_rh_sw4_e32) instead of the default trace set")
+    ap.add_argument("--shape", default="4096x4096x2048", help="with --trace-config: MxNxK")
+    ap.add_argument("--level", type=int, default=R.LEVEL_KBLOCK, help="with --trace-config: instrumentation level")
     a = ap.parse_args(argv)
     if a.publish:
         for p in publish([Path(d) for d in a.publish], Path(a.out), a.trace_raw, a.min_wait_cycles,
@@ -513,6 +531,11 @@ def main(argv=None) -> int:
         phase_bench(s, a.quick)
     if a.phase in ("overhead", "all"):
         phase_overhead(s, a.quick)
+    if a.trace_config:
+        cfg = replace(config_from_name(a.trace_config), instrument=a.level)
+        m, n, k = (int(x) for x in a.shape.lower().split("x"))
+        phase_trace(s, cfg, (m, n, k))
+        return 0
     if a.phase in ("trace", "all"):
         if not ONLY_PINGPONG:
             phase_trace(s, replace(TUNED, instrument=R.LEVEL_EPILOGUE), (4096, 4096, 2048))
