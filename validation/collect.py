@@ -509,6 +509,11 @@ def main(argv=None) -> int:
     print("env:", json.dumps(s.res["env"]), flush=True)
     global NO_PINGPONG, ONLY_PINGPONG
     NO_PINGPONG, ONLY_PINGPONG = a.no_pingpong, a.only_pingpong
+    if a.trace_config:
+        cfg = replace(config_from_name(a.trace_config), instrument=a.level)
+        m, n, k = (int(x) for x in a.shape.lower().split("x"))
+        phase_trace(s, cfg, (m, n, k))
+        return 0
     if a.phase == "smoke-pp":
         for cfg, shape in ((replace(PINGPONG, instrument=R.LEVEL_EPILOGUE), (1000, 1032, 520)),
                            (replace(PINGPONG, cluster_m=1), (129, 264, 72)), (PINGPONG, (4096, 4096, 256)),
@@ -531,11 +536,6 @@ def main(argv=None) -> int:
         phase_bench(s, a.quick)
     if a.phase in ("overhead", "all"):
         phase_overhead(s, a.quick)
-    if a.trace_config:
-        cfg = replace(config_from_name(a.trace_config), instrument=a.level)
-        m, n, k = (int(x) for x in a.shape.lower().split("x"))
-        phase_trace(s, cfg, (m, n, k))
-        return 0
     if a.phase in ("trace", "all"):
         if not ONLY_PINGPONG:
             phase_trace(s, replace(TUNED, instrument=R.LEVEL_EPILOGUE), (4096, 4096, 2048))
