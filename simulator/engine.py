@@ -218,6 +218,10 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     env.run()
     wall = time.perf_counter() - t0
     stats = kernel.stats
+    for bar in kernel.all_barriers():   # apply arrivals and bytes recorded for later times
+        flush = getattr(bar, "flush", None)
+        if flush is not None:
+            flush()
     deadlock = analyze(kernel, env.now)
     violations: list[str] = []
     vcount = 0

@@ -30,7 +30,9 @@ Waits that are already satisfied cost no simulation event: :meth:`MBarrier.wait`
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from typing import NamedTuple
 
 import simpy
@@ -38,6 +40,9 @@ from simpy.events import NORMAL, Event
 
 #: How many protocol violations one barrier keeps (the count goes on).
 MAX_RECORDED_VIOLATIONS = 8
+
+#: Tie-breaker for later operations that take effect at the same cycle (first registered first).
+_SEQ = itertools.count()
 
 
 class Waiter(NamedTuple):
@@ -71,7 +76,7 @@ class MBarrier:
 
     __slots__ = ("env", "name", "expected", "pending", "tx", "phase", "_waiters", "owed_by",
                  "wake_latency", "violations", "violation_count", "arrivals_total", "tx_total",
-                 "phase_done_at")
+                 "phase_done_at", "_future", "_op_time", "_unwoken")
 
     def __init__(self, env: simpy.Environment, name: str, count: int, *, owed_by: str = "",
                  wake_latency: float = 0.0):
@@ -91,19 +96,34 @@ class MBarrier:
         self.arrivals_total = 0
         self.tx_total = 0
         self.phase_done_at: float = -1.0
+        # Arrivals and bytes known now that take effect at a later time (a TMA load's landing, an
+        # MMA commit at completion): (time, seq, kind, amount, who, round), kind 0 = arrive,
+        # 1 = complete-tx. They are applied in time order whenever the barrier is next used, and a
+        # waiter is woken at the predicted completion time, so they cost no event of their own.
+        self._future: list[tuple] = []
+        self._op_time: float | None = None
+        self._unwoken = 0     # waiters that nothing has scheduled to wake yet
 
     # -- state ---------------------------------------------------------------------------
     def test_wait(self, parity: int) -> bool:
         """``mbarrier.test_wait.parity``: has the phase of this parity completed?"""
+        if self._future:
+            self._sync()
         return (self.phase & 1) != parity
 
     @property
     def waiters(self) -> tuple[Waiter, ...]:
-        return tuple(Waiter(*w) for w in self._waiters)
+        """Roles blocked on this barrier that nothing is going to wake yet."""
+        return tuple(Waiter(*w[:4]) for w in self._waiters if not w[4])
 
     # -- arrivals --------------------------------------------------------------------------
     def arrive(self, count: int = 1, *, who: str = "", round: int | None = None) -> None:
         """``count`` arrivals (a warp's 32 threads arrive as ``count=32``)."""
+        if self._future:
+            self._sync()
+        self._arrive_now(count, who, round)
+
+    def _arrive_now(self, count: int, who: str, round: int | None) -> None:
         if round is not None and round != self.phase:
             self._violation(who, round)
         self.arrivals_total += count
@@ -129,36 +149,128 @@ class MBarrier:
                 count = 0
 
     def expect_tx(self, nbytes: int) -> None:
+        if self._future:
+            self._sync()
         self.tx += nbytes
+        if self._unwoken:
+            self._schedule_waiters()
 
     def arrive_and_expect_tx(self, nbytes: int, count: int = 1, *, who: str = "",
                              round: int | None = None) -> None:
+        if self._future:
+            self._sync()
         self.tx += nbytes
-        self.arrive(count, who=who, round=round)
+        self._arrive_now(count, who, round)
+        if self._unwoken and self._future:
+            self._schedule_waiters()
 
     def complete_tx(self, nbytes: int) -> None:
         """Bytes landed (TMA, CLC response): the hardware's complete-tx on this barrier."""
+        if self._future:
+            self._sync()
+        self._complete_tx_now(nbytes)
+
+    def _complete_tx_now(self, nbytes: int) -> None:
         self.tx -= nbytes
         self.tx_total += nbytes
         if self.tx == 0 and self.pending == 0:
             self._complete_phase()
+
+    # -- arrivals and bytes that take effect later ----------------------------------------
+    def arrive_at(self, t: float, count: int = 1, *, who: str = "", round: int | None = None) -> None:
+        """``count`` arrivals that happen at cycle ``t`` (now or later)."""
+        if t <= self.env._now:
+            self.arrive(count, who=who, round=round)
+            return
+        heappush(self._future, (t, next(_SEQ), 0, count, who, round))
+        if self._unwoken:
+            self._schedule_waiters()
+
+    def complete_tx_at(self, t: float, nbytes: int) -> None:
+        """``nbytes`` that land at cycle ``t`` (now or later)."""
+        if t <= self.env._now:
+            self.complete_tx(nbytes)
+            return
+        heappush(self._future, (t, next(_SEQ), 1, nbytes, "", None))
+        if self._unwoken:
+            self._schedule_waiters()
+
+    def _sync(self, until: float | None = None) -> None:
+        """Apply the later arrivals and bytes whose time has come, in time order."""
+        f = self._future
+        now = self.env._now if until is None else until
+        while f and f[0][0] <= now:
+            t, _seq, kind, amount, who, rnd = heappop(f)
+            self._op_time = t               # the operation happens at its own time
+            if kind == 0:
+                self._arrive_now(amount, who, rnd)
+            else:
+                self._complete_tx_now(amount)
+        self._op_time = None
+        if self._unwoken and f:
+            self._schedule_waiters()
+
+    def flush(self) -> None:
+        """Apply every later arrival and byte (end of a run, before a deadlock analysis)."""
+        self._sync(until=float("inf"))
+
+    def _predict(self) -> float | None:
+        """When the current phase will complete from the later operations known now (or None)."""
+        p, x = self.pending, self.tx
+        f = self._future
+        if len(f) == 1:                       # the common case: one landing or one commit
+            t, _seq, kind, amount, _who, _rnd = f[0]
+            if kind == 0:
+                p -= amount
+            else:
+                x -= amount
+            return t if (p <= 0 and x == 0) else None
+        for t, _seq, kind, amount, _who, _rnd in sorted(f):
+            if kind == 0:
+                p -= amount
+            else:
+                x -= amount
+            if p <= 0 and x == 0:
+                return t
+        return None
+
+    def _schedule_waiters(self) -> None:
+        """Wake the waiters of the current phase at its predicted completion (once each)."""
+        cur = self.phase & 1
+        t = None
+        env = self.env
+        for w in self._waiters:
+            if w[1] == cur and not w[4]:
+                if t is None:
+                    t = self._predict()
+                    if t is None:
+                        return
+                ev = w[3]
+                ev._ok = True
+                ev._value = None
+                env.schedule(ev, NORMAL, max(0.0, t + self.wake_latency - env._now))
+                w[4] = True
+                self._unwoken -= 1
 
     def _complete_phase(self) -> None:
         done = self.phase & 1
         self.phase += 1
         self.pending = self.expected
         self.tx = 0
-        self.phase_done_at = self.env.now
+        at = self.env._now if self._op_time is None else self._op_time
+        self.phase_done_at = at
         if self._waiters:
             keep = []
             schedule = self.env.schedule
-            lat = self.wake_latency
+            delay = max(0.0, at + self.wake_latency - self.env._now)
             for w in self._waiters:
                 if w[1] == done:
-                    ev = w[3]
-                    ev._ok = True
-                    ev._value = None
-                    schedule(ev, NORMAL, lat)
+                    if not w[4]:          # not already woken at the predicted completion
+                        ev = w[3]
+                        ev._ok = True
+                        ev._value = None
+                        schedule(ev, NORMAL, delay)
+                        self._unwoken -= 1
                 else:
                     keep.append(w)
             self._waiters = keep
@@ -171,11 +283,17 @@ class MBarrier:
     # -- waiting ----------------------------------------------------------------------------
     def wait(self, parity: int, who: str) -> simpy.Event | None:
         """``mbarrier.try_wait.parity`` in a loop: ``None`` if already satisfied, else an event."""
+        if self._future:
+            self._sync()
         if (self.phase & 1) != parity:
             return None
         ev = Event(self.env)
-        # A plain tuple in the hot path; ``waiters`` turns them into Waiter records.
-        self._waiters.append((who, parity, self.env._now, ev))
+        # A plain list in the hot path ([who, parity, since, event, woken]); ``waiters`` turns
+        # them into Waiter records.
+        self._waiters.append([who, parity, self.env._now, ev, False])
+        self._unwoken += 1
+        if self._future:
+            self._schedule_waiters()
         return ev
 
     def __repr__(self) -> str:

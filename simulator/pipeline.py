@@ -148,6 +148,8 @@ class Pipeline:
         """Stages whose full barrier completed more phases than the empty barrier (occupancy)."""
         if not self.empty:
             return 0
+        for b in self.full + self.empty:
+            b.test_wait(0)  # applies operations whose time has come
         return sum(1 for f, e in zip(self.full, self.empty, strict=True) if f.phase > e.phase)
 
 
@@ -186,6 +188,13 @@ class PipelineTmaAsync(Pipeline):
 
     def consumer_release_to(self, state: PipelineState, dst_ranks, who: str, count: int = 1) -> None:
         self.release_stage(state.index, state.round, dst_ranks, who, count)
+
+    def release_stage_at(self, t: float, index: int, round: int, dst_ranks, who: str, count: int = 1) -> None:
+        """``release_stage`` that happens at cycle ``t`` (an MMA commit when the MMAs complete):
+        recorded on the barriers now, taking effect then, with no event of its own."""
+        lat = self.remote_latency
+        for r in dst_ranks:
+            self.peers[r].empty[index].arrive_at(t if r == self.rank else t + lat, count, who=who, round=round)
 
     def release_stage(self, index: int, round: int, dst_ranks, who: str, count: int = 1) -> None:
         """Arrive on ``empty[index]`` of each CTA in ``dst_ranks``: this CTA's at once, the others
@@ -226,6 +235,13 @@ class PipelineUmmaAsync(Pipeline):
     empty barrier)."""
 
     kind = "PipelineUmmaAsync"
+
+    def producer_commit_to_at(self, t: float, state: PipelineState, dst_ranks, who: str) -> None:
+        """``producer_commit_to`` at cycle ``t`` (when the tile's last MMAs complete)."""
+        lat = self.remote_latency
+        for r in dst_ranks:
+            self.peers[r].full[state.index].arrive_at(t if r == self.rank else t + lat, 1, who=who,
+                                                      round=state.round)
 
     def producer_commit_to(self, state: PipelineState, dst_ranks, who: str) -> None:
         """umma commit to the full barriers of the pair: this CTA's at once, the peer's after the

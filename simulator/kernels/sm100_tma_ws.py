@@ -210,6 +210,7 @@ class Cta:
         # Tensor-core availability (MMA leader of a pair).
         self.tc_free = 0.0
         self.load_plan = k.mainloop_load_plan(self)
+        self.load_bytes = sum(b for _, b in self.load_plan[3])
         self.roles: list[Role] = []
 
     def pipelines(self):
@@ -281,6 +282,7 @@ class MainloopLoad(Role):
                 cta.clc_throttle.producer_commit(throttle_state, self.who, self.threads)
                 throttle_state.advance()
             t_tile = env.now
+            loads = k.tile_loads(cta, tile)
             for kb in range(k_tiles):
                 if kb == prologue and do_load_order_arrive:
                     cta.load_order.arrive(self.who, self.threads)
@@ -293,7 +295,7 @@ class MainloopLoad(Role):
                 if cta.is_mma_leader:
                     pipe.producer_acquire_expect(state, self.who, True)
                     self.stats.tx_expected += cfg.tma_transaction_bytes
-                k.issue_mainloop_tma(cta, tile, kb, state.index, self)
+                k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
                 state.advance()
             if do_load_order_arrive:
                 cta.load_order.arrive(self.who, self.threads)
@@ -379,11 +381,10 @@ class Mma(Role):
                         self.span("mma", start, done, tile=tile, k_block=kb, stage=ml_state.index)
                     if release_ml:
                         # umma_arrive_multicast: the commit lands when these MMAs complete.
-                        call_at(env, done - now, ml.release_stage, ml_state.index, ml_state.count // ml_stages,
-                                mcast, self.who, 1)
+                        ml.release_stage_at(done, ml_state.index, ml_state.count // ml_stages, mcast, self.who, 1)
                     ml_state.advance()
                 # accumulator producer_commit: umma commit to both CTAs of the pair.
-                call_at(env, done - env.now, acc.producer_commit_to, acc_state.copy(), pair, self.who)
+                acc.producer_commit_to_at(done, acc_state.copy(), pair, self.who)
                 self.span("acc_handoff", done, done, tile=tile, stage=acc_state.index)
                 self.span("tile", t_tile, done, tile=tile)
             acc_state.advance()
@@ -727,28 +728,34 @@ class Sm100GemmTmaWarpSpecialized:
             per_leader[r - half] = per_leader.get(r - half, 0) + b_slice
         return half, a_slice, b_slice, tuple(per_leader.items())
 
-    def issue_mainloop_tma(self, cta: Cta, tile, kb: int, stage: int, role: Role) -> None:
-        """The TMA loads one CTA issues for one K-block; their bytes complete-tx on the full
-        barrier of the MMA leader of every receiving CTA when they land."""
-        cfg, mem, env = self.cfg, self.mem, self.env
-        now = env.now
+    def tile_loads(self, cta: Cta, tile) -> tuple:
+        """What a CTA's K-block loads of one tile read: the L2 keys (without the K-block) and the
+        in-bounds bytes of its A and B slices (rows and columns past M and N are zero-filled by
+        TMA, not fetched)."""
+        cfg = self.cfg
         m_tile, n_tile, l_idx = tile
-        half, a_slice, b_slice, per_leader = cta.load_plan
+        half, a_slice, b_slice, _ = cta.load_plan
         atom = cfg.atom_thr_m
         a_block = m_tile * atom + half
-        a_land = mem.load(now, ("A", l_idx, a_block, kb, cta.cy), self._in_bounds_a(a_block, a_slice))
-        b_land = mem.load(now, ("B", l_idx, n_tile * atom + half, kb, cta.cx // atom),
-                          self._in_bounds_b(n_tile, b_slice))
+        return (("A", l_idx, a_block, cta.cy), self._in_bounds_a(a_block, a_slice),
+                ("B", l_idx, n_tile * atom + half, cta.cx // atom), self._in_bounds_b(n_tile, b_slice))
+
+    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb: int, stage: int, role: Role) -> None:
+        """The TMA loads one CTA issues for one K-block; their bytes complete-tx on the full
+        barrier of the MMA leader of every receiving CTA when they land."""
+        mem = self.mem
+        now = self.env._now
+        a_key, a_bytes, b_key, b_bytes = loads
+        a_land = mem.load(now, (*a_key, kb), a_bytes)
+        b_land = mem.load(now, (*b_key, kb), b_bytes)
         land = a_land if a_land > b_land else b_land
-        call_at(env, land - now, self._landed, cta.cluster.ctas, stage, per_leader)
+        # The bytes complete-tx on each receiving MMA leader's full barrier when they land.
+        ctas = cta.cluster.ctas
+        for lead, nbytes in cta.load_plan[3]:
+            ctas[lead].mainloop.full[stage].complete_tx_at(land, nbytes)
+        self.stats.tx_landed += cta.load_bytes
         if role.tr is not None:
             role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
-
-    def _landed(self, ctas, stage: int, per_leader) -> None:
-        stats = self.stats
-        for lead, nbytes in per_leader:
-            ctas[lead].mainloop.full[stage].complete_tx(nbytes)
-            stats.tx_landed += nbytes
 
     def _in_bounds_a(self, a_block: int, nbytes: int) -> int:
         """HBM/L2 bytes of an A slice: rows past M are zero-filled by TMA, not fetched."""

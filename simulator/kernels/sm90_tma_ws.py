@@ -689,17 +689,15 @@ class Sm90GemmTmaWarpSpecialized:
             a_bytes = a_bytes * self.k_tail_num // self.cfg.cta_tile_k
             b_bytes = b_bytes * self.k_tail_num // self.cfg.cta_tile_k
         land = max(mem.load(now, (*a_key, kb), a_bytes), mem.load(now, (*b_key, kb), b_bytes))
-        call_at(env, land - now, self._landed, cta, stage)
-        if role.tr is not None:
-            role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
-
-    def _landed(self, cta: Cta, stage: int) -> None:
+        # Each slice's bytes complete-tx on the full barrier of every receiving CTA when they land.
         a, b = self.a_slice, self.b_slice
         for c in cta.a_dst:
-            c.mainloop.full[stage].complete_tx(a)
+            c.mainloop.full[stage].complete_tx_at(land, a)
         for c in cta.b_dst:
-            c.mainloop.full[stage].complete_tx(b)
+            c.mainloop.full[stage].complete_tx_at(land, b)
         self.stats.tx_landed += cta.landed_bytes
+        if role.tr is not None:
+            role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
 
     def issue_c_load(self, cta: Cta, tile, s: int, stage: int, role: Role) -> None:
         cfg, env = self.cfg, self.env
