@@ -82,6 +82,8 @@ def main() -> None:
     print(f"baseline (bare SimPy) : {base:,.0f} events/s measured now")
     print(f"ratio model/baseline  : {rate / base:.2f}")
     print(f"per event             : {1e6 / rate:.2f} us (bare SimPy {1e6 / base:.2f} us)")
+    print(f"SimPy floor           : {res.events / base:.2f} s = these events at bare-SimPy speed; "
+          f"the run took {res.wall_s / (res.events / base):.1f}x that")
     if prof:
         st = pstats.Stats(prof)
         by_area: dict[str, float] = {}

@@ -74,7 +74,7 @@ class MBarrier:
     ``"MainloopLoad (arrive_and_expect_tx) + TMA bytes"``.
     """
 
-    __slots__ = ("env", "name", "expected", "pending", "tx", "phase", "_waiters", "owed_by",
+    __slots__ = ("env", "name", "expected", "_pending", "_tx", "_phase", "_waiters", "owed_by",
                  "wake_latency", "violations", "violation_count", "arrivals_total", "tx_total",
                  "phase_done_at", "_future", "_op_time", "_unwoken")
 
@@ -85,9 +85,9 @@ class MBarrier:
         self.env = env
         self.name = name
         self.expected = count
-        self.pending = count
-        self.tx = 0
-        self.phase = 0
+        self._pending = count
+        self._tx = 0
+        self._phase = 0
         self._waiters: list[Waiter] = []
         self.owed_by = owed_by
         self.wake_latency = wake_latency
@@ -104,12 +104,33 @@ class MBarrier:
         self._op_time: float | None = None
         self._unwoken = 0     # waiters that nothing has scheduled to wake yet
 
-    # -- state ---------------------------------------------------------------------------
+    # -- state (read from outside: later operations whose time has come are applied first) --
+    @property
+    def phase(self) -> int:
+        """Completed phases so far (the current phase's number)."""
+        if self._future:
+            self._sync()
+        return self._phase
+
+    @property
+    def pending(self) -> int:
+        """Arrivals the current phase still needs."""
+        if self._future:
+            self._sync()
+        return self._pending
+
+    @property
+    def tx(self) -> int:
+        """Transaction bytes the current phase still expects (negative: landed before expected)."""
+        if self._future:
+            self._sync()
+        return self._tx
+
     def test_wait(self, parity: int) -> bool:
         """``mbarrier.test_wait.parity``: has the phase of this parity completed?"""
         if self._future:
             self._sync()
-        return (self.phase & 1) != parity
+        return (self._phase & 1) != parity
 
     @property
     def waiters(self) -> tuple[Waiter, ...]:
@@ -124,18 +145,18 @@ class MBarrier:
         self._arrive_now(count, who, round)
 
     def _arrive_now(self, count: int, who: str, round: int | None) -> None:
-        if round is not None and round != self.phase:
+        if round is not None and round != self._phase:
             self._violation(who, round)
         self.arrivals_total += count
-        pending = self.pending
+        pending = self._pending
         if count < pending:                      # the common case: the phase still needs more
-            self.pending = pending - count
+            self._pending = pending - count
             return
         while count > 0:
-            take = min(count, self.pending)
-            self.pending -= take
+            take = min(count, self._pending)
+            self._pending -= take
             count -= take
-            if self.pending == 0 and self.tx == 0:
+            if self._pending == 0 and self._tx == 0:
                 self._complete_phase()
                 if count > 0 and round is not None:
                     # These arrivals were meant for the phase that just completed.
@@ -144,14 +165,14 @@ class MBarrier:
                 # The phase still waits for bytes: surplus arrivals cannot move to the next phase
                 # before this one completes, so they are lost to it (in hardware, arriving on a
                 # barrier with a pending count of zero is undefined behaviour). Record it.
-                self._violation(who, self.phase + 1)
-                self.pending = 0
+                self._violation(who, self._phase + 1)
+                self._pending = 0
                 count = 0
 
     def expect_tx(self, nbytes: int) -> None:
         if self._future:
             self._sync()
-        self.tx += nbytes
+        self._tx += nbytes
         if self._unwoken:
             self._schedule_waiters()
 
@@ -159,7 +180,7 @@ class MBarrier:
                              round: int | None = None) -> None:
         if self._future:
             self._sync()
-        self.tx += nbytes
+        self._tx += nbytes
         self._arrive_now(count, who, round)
         if self._unwoken and self._future:
             self._schedule_waiters()
@@ -171,9 +192,9 @@ class MBarrier:
         self._complete_tx_now(nbytes)
 
     def _complete_tx_now(self, nbytes: int) -> None:
-        self.tx -= nbytes
+        self._tx -= nbytes
         self.tx_total += nbytes
-        if self.tx == 0 and self.pending == 0:
+        if self._tx == 0 and self._pending == 0:
             self._complete_phase()
 
     # -- arrivals and bytes that take effect later ----------------------------------------
@@ -216,7 +237,7 @@ class MBarrier:
 
     def _predict(self) -> float | None:
         """When the current phase will complete from the later operations known now (or None)."""
-        p, x = self.pending, self.tx
+        p, x = self._pending, self._tx
         f = self._future
         if len(f) == 1:                       # the common case: one landing or one commit
             t, _seq, kind, amount, _who, _rnd = f[0]
@@ -236,7 +257,7 @@ class MBarrier:
 
     def _schedule_waiters(self) -> None:
         """Wake the waiters of the current phase at its predicted completion (once each)."""
-        cur = self.phase & 1
+        cur = self._phase & 1
         t = None
         env = self.env
         for w in self._waiters:
@@ -253,10 +274,10 @@ class MBarrier:
                 self._unwoken -= 1
 
     def _complete_phase(self) -> None:
-        done = self.phase & 1
-        self.phase += 1
-        self.pending = self.expected
-        self.tx = 0
+        done = self._phase & 1
+        self._phase += 1
+        self._pending = self.expected
+        self._tx = 0
         at = self.env._now if self._op_time is None else self._op_time
         self.phase_done_at = at
         if self._waiters:
@@ -278,14 +299,14 @@ class MBarrier:
     def _violation(self, who: str, round: int) -> None:
         self.violation_count += 1
         if len(self.violations) < MAX_RECORDED_VIOLATIONS:
-            self.violations.append(Violation(self.name, self.env.now, who, round, self.phase))
+            self.violations.append(Violation(self.name, self.env.now, who, round, self._phase))
 
     # -- waiting ----------------------------------------------------------------------------
     def wait(self, parity: int, who: str) -> simpy.Event | None:
         """``mbarrier.try_wait.parity`` in a loop: ``None`` if already satisfied, else an event."""
         if self._future:
             self._sync()
-        if (self.phase & 1) != parity:
+        if (self._phase & 1) != parity:
             return None
         ev = Event(self.env)
         # A plain list in the hot path ([who, parity, since, event, woken]); ``waiters`` turns
@@ -297,8 +318,8 @@ class MBarrier:
         return ev
 
     def __repr__(self) -> str:
-        return (f"MBarrier({self.name}, phase={self.phase}, pending={self.pending}/{self.expected}, "
-                f"tx={self.tx}, waiters={len(self._waiters)})")
+        return (f"MBarrier({self.name}, phase={self._phase}, pending={self._pending}/{self.expected}, "
+                f"tx={self._tx}, waiters={len(self._waiters)})")
 
 
 class NamedBarrier:

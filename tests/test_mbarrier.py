@@ -116,3 +116,62 @@ def test_call_at():
     call_at(env, 12, seen.append, "x")
     env.run()
     assert seen == ["x"] and env.now == 12
+
+
+def test_later_bytes_wake_the_waiter_at_the_last_landing_with_no_event_of_their_own():
+    """Bytes recorded for later times (TMA landings) complete the phase at the last landing; the
+    waiter resumes then (plus the wake latency) and no separate landing events are processed."""
+    env = simpy.Environment()
+    b = MBarrier(env, "full", 1, wake_latency=5)
+    log = []
+
+    def consumer():
+        ev = b.wait(0, "MMA")
+        if ev is not None:
+            yield ev
+        log.append(env.now)
+
+    b.complete_tx_at(40, 100)        # the peer CTA's slice lands first
+    b.arrive_and_expect_tx(300)      # the producer posts the whole stage
+    b.complete_tx_at(70, 200)        # its own slice lands last
+    env.process(consumer())
+    env.run()
+    assert log == [75]
+    assert b.phase == 1 and b.phase_done_at == 70 and b.tx_total == 300
+
+
+def test_later_arrivals_apply_in_time_order_when_the_barrier_is_next_used():
+    env = simpy.Environment()
+    b = MBarrier(env, "empty", 2)
+    b.arrive_at(30, 1, who="x", round=0)
+    b.arrive_at(10, 1, who="y", round=0)
+    assert b.phase == 0 and b.pending == 2       # nothing applied yet
+
+    def later():
+        yield env.timeout(50)
+        assert b.test_wait(0)                    # applied when used: phase 0 completed at 30
+        assert b.phase_done_at == 30
+
+    env.process(later())
+    env.run()
+    assert b.violation_count == 0
+
+
+def test_later_arrivals_for_the_wrong_phase_are_still_flagged():
+    env = simpy.Environment()
+    b = MBarrier(env, "empty", 1)
+    b.arrive_at(10, 1, who="x", round=0)
+    b.arrive_at(20, 1, who="y", round=0)         # meant for phase 0, lands in phase 1
+    b.flush()
+    assert b.phase == 2 and b.violation_count == 1
+
+
+def test_waiter_for_a_phase_the_known_operations_cannot_complete_stays_blocked():
+    env = simpy.Environment()
+    b = MBarrier(env, "empty", 2)
+    b.arrive_at(10, 1, who="x", round=0)         # one of two arrivals
+    ev = b.wait(0, "producer")
+    assert ev is not None
+    env.run()
+    b.flush()
+    assert [w.who for w in b.waiters] == ["producer"]   # a deadlock analysis would see it
