@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.config import log_swizzle_size as _log_swizzle_size
+
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
@@ -35,16 +37,8 @@ def round_up(a: int, b: int) -> int:
     return ceil_div(a, b) * b
 
 
-def log_swizzle_size(ctas_m: int, ctas_n: int, max_swizzle: int) -> int:
-    """CUTLASS get_log_swizzle_size."""
-    d = min(ctas_m, ctas_n)
-    if max_swizzle >= 8 and d >= 6:
-        return 3
-    if max_swizzle >= 4 and d >= 3:
-        return 2
-    if max_swizzle >= 2 and d >= 2:
-        return 1
-    return 0
+# CUTLASS get_log_swizzle_size: the same rule the simulator's scheduler uses.
+log_swizzle_size = _log_swizzle_size
 
 
 @dataclass(frozen=True)

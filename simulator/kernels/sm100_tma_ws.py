@@ -310,10 +310,7 @@ class MainloopLoad(Role):
                 break
         # load_tail: wait until every stage was released once more.
         for bar, ev in pipe.producer_tail_waits(state, self.who):
-            if ev is not None:
-                t0 = env.now
-                yield ev
-                self._waited("mainloop.empty", barrier_stage(bar.name), t0)
+            yield from self.block(ev, "mainloop.empty", barrier_stage(bar.name))
 
 
 class Mma(Role):
@@ -401,11 +398,8 @@ class Mma(Role):
             return
         # Tail: the leader waits for the epilogues to release every accumulator stage.
         if cta.is_mma_leader:
-            for _bar, ev in acc.producer_tail_waits(acc_state, self.who):
-                if ev is not None:
-                    t0 = env.now
-                    yield ev
-                    self._waited("accumulator.empty", -1, t0)
+            for bar, ev in acc.producer_tail_waits(acc_state, self.who):
+                yield from self.block(ev, "accumulator.empty", barrier_stage(bar.name))
         if cta.atom == 2:
             # Leader does wait + arrive, follower does arrive + wait (tmem_deallocation_result_barrier).
             peer = cta.cluster.ctas[cta.rank ^ 1]
@@ -458,11 +452,8 @@ class EpilogueLoad(Role):
             if not work.is_valid:
                 break
         # load_tail: producer_tail on the C-load pipeline.
-        for _bar, ev in pipe.producer_tail_waits(state, self.who):
-            if ev is not None:
-                t0 = env.now
-                yield ev
-                self._waited("epi_load.empty", -1, t0)
+        for bar, ev in pipe.producer_tail_waits(state, self.who):
+            yield from self.block(ev, "epi_load.empty", barrier_stage(bar.name))
 
 
 class Epilogue(Role):
@@ -609,11 +600,8 @@ class Sched(Role):
                 self.clc_state.advance()
             if not work.is_valid:
                 break
-        for _bar, ev in clc.producer_tail_waits(prod, self.who):
-            if ev is not None:
-                t0 = env.now
-                yield ev
-                self._waited("clc.empty", -1, t0)
+        for bar, ev in clc.producer_tail_waits(prod, self.who):
+            yield from self.block(ev, "clc.empty", barrier_stage(bar.name))
 
 
 class Sm100GemmTmaWarpSpecialized:

@@ -309,13 +309,6 @@ class Role(RoleBase):
     def tile_of(self, work: WorkTileInfo) -> tuple[int, int, int]:
         return cta_tile_coord(work, self.cta.rank, self.k.cfg)
 
-    def block(self, ev, barrier: str, stage: int, tile=None, k_block: int = -1):
-        """Yield ``ev`` (a barrier wait) if the wait is not already satisfied, and account it."""
-        if ev is not None:
-            t0 = self.env.now
-            yield ev
-            self._waited(barrier, stage, t0, tile, k_block)
-
     def sleep_until(self, when: float, barrier: str, stage: int = -1, tile=None, k_block: int = -1):
         """Block until ``when`` on something that is not an mbarrier (wgmma.wait_group, bulk groups)."""
         now = self.env.now
