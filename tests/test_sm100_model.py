@@ -38,7 +38,7 @@ def test_tiny_case_exact_protocol_order():
     assert mma == [
         ("wait", -1, 0, "clc.full"), ("wait", 0, 0, "mainloop.full"), ("mma", 0, 0, ""),
         ("wait", 2, 0, "mainloop.full"), ("mma", 1, 1, ""), ("mma", 2, 0, ""),
-        ("wait", -1, -1, "accumulator.empty"), ("acc_handoff", -1, 0, ""),
+        ("wait", -1, 0, "accumulator.empty"), ("acc_handoff", -1, 0, ""),
     ]
     epi = [e for e in _events(tr, "Epilogue") if e[0] != "tile"]
     assert epi == [
