@@ -120,9 +120,103 @@ def log_swizzle_size(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:
     return 0
 
 
+# ============================================================================================ common
+class _GemmCommon:
+    """What the SM100 and SM90 configs compute the same way (data types, tile and cluster counts,
+    bytes and FLOPs, epilogue subtiles); each config supplies its own tiles_m/tiles_n/k_tiles,
+    cluster_mma_tiles_m, stage bytes and epilogue defaults."""
+
+    @property
+    def bits_ab(self) -> int:
+        return dtype_bits(self.dtype_ab, "dtype_ab")
+
+    @property
+    def bits_acc(self) -> int:
+        return dtype_bits(self.dtype_acc, "dtype_acc")
+
+    @property
+    def bits_c(self) -> int:
+        return dtype_bits(self.dtype_c, "dtype_c")
+
+    @property
+    def bits_d(self) -> int:
+        return dtype_bits(self.dtype_d, "dtype_d")
+
+    @property
+    def num_output_tiles(self) -> int:
+        return self.tiles_m * self.tiles_n * self.l
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster_m * self.cluster_n
+
+    @property
+    def cluster_mma_tiles_n(self) -> int:
+        return self.cluster_n
+
+    @property
+    def num_clusters_grid(self) -> int:
+        """Clusters needed to cover the problem once (the non-persistent grid; before swizzle padding)."""
+        return self.cluster_tiles_m * self.cluster_tiles_n * self.l
+
+    @property
+    def ab_stage_bytes_per_cta(self) -> int:
+        return self.a_stage_bytes_per_cta + self.b_stage_bytes_per_cta
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k * self.l
+
+    @property
+    def compulsory_bytes(self) -> int:
+        """A and B read once, C read once if read_c, D written once."""
+        a = self.m * self.k * self.l * self.bits_ab // 8
+        b = self.n * self.k * self.l * self.bits_ab // 8
+        c = self.m * self.n * self.l * self.bits_c // 8 if self.read_c else 0
+        d = self.m * self.n * self.l * self.bits_d // 8
+        return a + b + c + d
+
+    @property
+    def epi_tile(self) -> tuple[int, int]:
+        dm, dn = self._default_epilogue_tile()
+        return (self.epilogue_tile_m if self.epilogue_tile_m is not None else dm,
+                self.epilogue_tile_n if self.epilogue_tile_n is not None else dn)
+
+    @property
+    def store_stages(self) -> int:
+        """StagesD = min(EpiTiles, 2) (sm100_dense_dispatch_policy)."""
+        if self.epilogue_store_stages is not None:
+            return self.epilogue_store_stages
+        return min(self.epi_subtiles, 2)
+
+    @property
+    def load_stages(self) -> int:
+        """StagesC = ReuseSmem ? max(min(EpiTiles, 4), StagesD + 1) : min(EpiTiles, 4)."""
+        if self.epilogue_load_stages is not None:
+            return self.epilogue_load_stages
+        base = min(self.epi_subtiles, 4)
+        return max(base, self.store_stages + 1) if self.reuse_smem_c else base
+
+    @property
+    def epi_c_subtile_bytes(self) -> int:
+        em, en = self.epi_tile
+        return em * en * self.bits_c // 8
+
+    @property
+    def epi_d_subtile_bytes(self) -> int:
+        em, en = self.epi_tile
+        return em * en * self.bits_d // 8
+
+    @property
+    def stages(self) -> int:
+        """Mainloop stages (given, or derived for the default 232448-byte SMEM)."""
+        return self.mainloop_stages if self.mainloop_stages is not None else self.derived_mainloop_stages()
+
+
+
 # ============================================================================================= SM100
 @dataclass(frozen=True)
-class Sm100GemmConfig:
+class Sm100GemmConfig(_GemmCommon):
     """One launch of CUTLASS's SM100 TMA warp-specialized persistent GEMM (the seed kernel).
 
     An *MMA tile* (``mma_tile_m`` x ``mma_tile_n``) is computed by one CTA (1-SM) or by a CTA pair
@@ -164,22 +258,6 @@ class Sm100GemmConfig:
         return "sm100"
 
     @property
-    def bits_ab(self) -> int:
-        return dtype_bits(self.dtype_ab, "dtype_ab")
-
-    @property
-    def bits_acc(self) -> int:
-        return dtype_bits(self.dtype_acc, "dtype_acc")
-
-    @property
-    def bits_c(self) -> int:
-        return dtype_bits(self.dtype_c, "dtype_c")
-
-    @property
-    def bits_d(self) -> int:
-        return dtype_bits(self.dtype_d, "dtype_d")
-
-    @property
     def atom_thr_m(self) -> int:
         """size<0>(AtomThrShapeMNK): CTAs per MMA atom (2 for 2-SM tcgen05, else 1)."""
         return 2 if self.use_2sm else 1
@@ -209,26 +287,14 @@ class Sm100GemmConfig:
         return _ceil_div(self.n, self.mma_tile_n)
 
     @property
-    def num_output_tiles(self) -> int:
-        return self.tiles_m * self.tiles_n * self.l
-
-    @property
     def k_tiles(self) -> int:
         """K-blocks per output tile = mainloop iterations (one stage each)."""
         return _ceil_div(self.k, self.tile_k)
 
     @property
-    def cluster_size(self) -> int:
-        return self.cluster_m * self.cluster_n
-
-    @property
     def cluster_mma_tiles_m(self) -> int:
         """MMA tiles a cluster covers along M: cluster_m / atom_thr_m."""
         return max(1, self.cluster_m // self.atom_thr_m)
-
-    @property
-    def cluster_mma_tiles_n(self) -> int:
-        return self.cluster_n
 
     @property
     def cluster_tiles_m(self) -> int:
@@ -238,11 +304,6 @@ class Sm100GemmConfig:
     @property
     def cluster_tiles_n(self) -> int:
         return _ceil_div(self.tiles_n, self.cluster_mma_tiles_n)
-
-    @property
-    def num_clusters_grid(self) -> int:
-        """Clusters needed to cover the problem once (the non-persistent grid; before swizzle padding)."""
-        return self.cluster_tiles_m * self.cluster_tiles_n * self.l
 
     @property
     def effective_raster(self) -> str:
@@ -267,10 +328,6 @@ class Sm100GemmConfig:
         return (self.mma_tile_n // self.atom_thr_m) * self.tile_k * self.bits_ab // 8
 
     @property
-    def ab_stage_bytes_per_cta(self) -> int:
-        return self.a_stage_bytes_per_cta + self.b_stage_bytes_per_cta
-
-    @property
     def mainloop_stage_bytes(self) -> int:
         """A + B + one stage's barriers (sizeof(PipelineTmaUmmaAsync<1>::SharedStorage) = 16 B)."""
         return self.ab_stage_bytes_per_cta + PIPELINE_STAGE_BARRIER_BYTES
@@ -283,19 +340,6 @@ class Sm100GemmConfig:
         "Only one thread issues the TMA and updates the barriers in a 2SM MMA".
         """
         return self.atom_thr_m * self.ab_stage_bytes_per_cta
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k * self.l
-
-    @property
-    def compulsory_bytes(self) -> int:
-        """A and B read once, C read once if read_c, D written once."""
-        a = self.m * self.k * self.l * self.bits_ab // 8
-        b = self.n * self.k * self.l * self.bits_ab // 8
-        c = self.m * self.n * self.l * self.bits_c // 8 if self.read_c else 0
-        d = self.m * self.n * self.l * self.bits_d // 8
-        return a + b + c + d
 
     # ------------------------------------------------------------------------------- epilogue
     @property
@@ -332,12 +376,6 @@ class Sm100GemmConfig:
         return m, n
 
     @property
-    def epi_tile(self) -> tuple[int, int]:
-        dm, dn = self._default_epilogue_tile()
-        return (self.epilogue_tile_m if self.epilogue_tile_m is not None else dm,
-                self.epilogue_tile_n if self.epilogue_tile_n is not None else dn)
-
-    @property
     def epi_subtiles(self) -> int:
         """EpiTiles = (CTA_M / epi_m) x (CTA_N / epi_n) (kernel's NumEpilogueSubTiles)."""
         em, en = self.epi_tile
@@ -347,31 +385,6 @@ class Sm100GemmConfig:
     def reuse_smem_c(self) -> bool:
         """sm100_builder.inl ``sm100_dense_dispatch_policy``: ReuseSmem = sizeof_bits(ElementC) > 8."""
         return self.read_c and self.bits_c > 8
-
-    @property
-    def store_stages(self) -> int:
-        """StagesD = min(EpiTiles, 2) (sm100_dense_dispatch_policy)."""
-        if self.epilogue_store_stages is not None:
-            return self.epilogue_store_stages
-        return min(self.epi_subtiles, 2)
-
-    @property
-    def load_stages(self) -> int:
-        """StagesC = ReuseSmem ? max(min(EpiTiles, 4), StagesD + 1) : min(EpiTiles, 4)."""
-        if self.epilogue_load_stages is not None:
-            return self.epilogue_load_stages
-        base = min(self.epi_subtiles, 4)
-        return max(base, self.store_stages + 1) if self.reuse_smem_c else base
-
-    @property
-    def epi_c_subtile_bytes(self) -> int:
-        em, en = self.epi_tile
-        return em * en * self.bits_c // 8
-
-    @property
-    def epi_d_subtile_bytes(self) -> int:
-        em, en = self.epi_tile
-        return em * en * self.bits_d // 8
 
     @property
     def epilogue_smem_bytes(self) -> int:
@@ -441,11 +454,6 @@ class Sm100GemmConfig:
         """
         avail = self.smem_capacity(arch) - self.kernel_smem_carveout_bytes - self.epilogue_smem_bytes
         return avail // self.mainloop_stage_bytes
-
-    @property
-    def stages(self) -> int:
-        """Mainloop stages (given, or derived for the default 232448-byte SMEM)."""
-        return self.mainloop_stages if self.mainloop_stages is not None else self.derived_mainloop_stages()
 
     def smem_bytes(self, arch: ArchSpec | None = None) -> int:
         """Total SMEM the kernel's SharedStorage needs with the resolved stage counts."""
@@ -588,7 +596,7 @@ class Sm100GemmConfig:
 
 # ============================================================================================== SM90
 @dataclass(frozen=True)
-class Sm90GemmConfig:
+class Sm90GemmConfig(_GemmCommon):
     """One launch of CUTLASS's SM90 TMA warp-specialized persistent GEMM (cooperative or pingpong).
 
     cooperative (``KernelTmaWarpSpecializedCooperative``): two consumer warpgroups split one tile's M
@@ -626,22 +634,6 @@ class Sm90GemmConfig:
     @property
     def arch_name(self) -> str:
         return "sm90"
-
-    @property
-    def bits_ab(self) -> int:
-        return dtype_bits(self.dtype_ab, "dtype_ab")
-
-    @property
-    def bits_acc(self) -> int:
-        return dtype_bits(self.dtype_acc, "dtype_acc")
-
-    @property
-    def bits_c(self) -> int:
-        return dtype_bits(self.dtype_c, "dtype_c")
-
-    @property
-    def bits_d(self) -> int:
-        return dtype_bits(self.dtype_d, "dtype_d")
 
     @property
     def cta_tile_m(self) -> int:
@@ -687,24 +679,12 @@ class Sm90GemmConfig:
         return _ceil_div(self.n, self.cta_tile_n)
 
     @property
-    def num_output_tiles(self) -> int:
-        return self.tiles_m * self.tiles_n * self.l
-
-    @property
     def k_tiles(self) -> int:
         return _ceil_div(self.k, self.cta_tile_k)
 
     @property
-    def cluster_size(self) -> int:
-        return self.cluster_m * self.cluster_n
-
-    @property
     def cluster_mma_tiles_m(self) -> int:
         return self.cluster_m
-
-    @property
-    def cluster_mma_tiles_n(self) -> int:
-        return self.cluster_n
 
     @property
     def cluster_tiles_m(self) -> int:
@@ -713,10 +693,6 @@ class Sm90GemmConfig:
     @property
     def cluster_tiles_n(self) -> int:
         return _ceil_div(self.tiles_n, self.cluster_n)
-
-    @property
-    def num_clusters_grid(self) -> int:
-        return self.cluster_tiles_m * self.cluster_tiles_n * self.l
 
     @property
     def effective_raster(self) -> str:
@@ -733,10 +709,6 @@ class Sm90GemmConfig:
         return self.cta_tile_n * self.cta_tile_k * self.bits_ab // 8
 
     @property
-    def ab_stage_bytes_per_cta(self) -> int:
-        return self.a_stage_bytes_per_cta + self.b_stage_bytes_per_cta
-
-    @property
     def mainloop_stage_bytes(self) -> int:
         """sm90_gmma_builder.inl compute_stage_count_or_override: round_up(A + B, 128) + 16 B barriers."""
         return _round_up(self.ab_stage_bytes_per_cta, 128) + PIPELINE_STAGE_BARRIER_BYTES
@@ -745,18 +717,6 @@ class Sm90GemmConfig:
     def tma_transaction_bytes(self) -> int:
         """sm90_mma_tma_gmma_ss_warpspecialized.hpp TmaTransactionBytes: A + B per CTA stage."""
         return self.ab_stage_bytes_per_cta
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k * self.l
-
-    @property
-    def compulsory_bytes(self) -> int:
-        a = self.m * self.k * self.l * self.bits_ab // 8
-        b = self.n * self.k * self.l * self.bits_ab // 8
-        c = self.m * self.n * self.l * self.bits_c // 8 if self.read_c else 0
-        d = self.m * self.n * self.l * self.bits_d // 8
-        return a + b + c + d
 
     def _default_epilogue_tile(self) -> tuple[int, int]:
         """sm90_builder.inl ``sm90_compute_tile_shape_or_override`` (EpilogueTileAuto).
@@ -772,12 +732,6 @@ class Sm90GemmConfig:
         return min(64, self.tile_m), math.gcd(min(n_perf, tn), tn)
 
     @property
-    def epi_tile(self) -> tuple[int, int]:
-        dm, dn = self._default_epilogue_tile()
-        return (self.epilogue_tile_m if self.epilogue_tile_m is not None else dm,
-                self.epilogue_tile_n if self.epilogue_tile_n is not None else dn)
-
-    @property
     def epi_subtiles(self) -> int:
         em, en = self.epi_tile
         return _ceil_div(self.tile_m, em) * _ceil_div(self.cta_tile_n, en)
@@ -786,29 +740,6 @@ class Sm90GemmConfig:
     def reuse_smem_c(self) -> bool:
         """sm90_builder.inl sm90_get_tma_dispatch_policy: ReuseSmem = bits(C) == bits(D) and bits(D) > 8."""
         return self.read_c and self.bits_c == self.bits_d and self.bits_d > 8
-
-    @property
-    def store_stages(self) -> int:
-        if self.epilogue_store_stages is not None:
-            return self.epilogue_store_stages
-        return min(self.epi_subtiles, 2)
-
-    @property
-    def load_stages(self) -> int:
-        if self.epilogue_load_stages is not None:
-            return self.epilogue_load_stages
-        base = min(self.epi_subtiles, 4)
-        return max(base, self.store_stages + 1) if self.reuse_smem_c else base
-
-    @property
-    def epi_c_subtile_bytes(self) -> int:
-        em, en = self.epi_tile
-        return em * en * self.bits_c // 8
-
-    @property
-    def epi_d_subtile_bytes(self) -> int:
-        em, en = self.epi_tile
-        return em * en * self.bits_d // 8
 
     @property
     def epilogue_smem_bytes(self) -> int:
@@ -838,10 +769,6 @@ class Sm90GemmConfig:
         cap = self.smem_capacity(arch) // 128 * 128 - self.kernel_smem_carveout_bytes
         carve = _round_up(self.epilogue_smem_bytes, 128)
         return (cap - carve) // self.mainloop_stage_bytes
-
-    @property
-    def stages(self) -> int:
-        return self.mainloop_stages if self.mainloop_stages is not None else self.derived_mainloop_stages()
 
     def smem_bytes(self, arch: ArchSpec | None = None) -> int:
         stages = self.mainloop_stages if self.mainloop_stages is not None else self.derived_mainloop_stages(arch)
