@@ -187,9 +187,18 @@ def cmd_simulate(args) -> int:
     trace_sms = parse_sms(args.trace_sms) if args.trace_sms else None
     res = simulate(cfg, arch, knobs=knobs, trace=bool(args.trace), trace_sms=trace_sms)
     if args.trace and res.trace is not None:
-        if args.trace.endswith(".json"):
+        if args.trace.endswith((".json", ".json.gz")):
             from simulator.perfetto import write_perfetto
-            write_perfetto(res.trace, args.trace)
+            from simulator.plot_cli import PERFETTO_ALL_SMS_LIMIT
+            from simulator.plots import default_sms
+            sms = None
+            if trace_sms is None and len(res.trace) > PERFETTO_ALL_SMS_LIMIT:
+                # A whole 8192^3 run is millions of Perfetto events: keep a few SMs unless asked.
+                sms = default_sms(res.trace)
+                print(f"wsim: note: {len(res.trace)} spans; the Perfetto file keeps SMs "
+                      f"{','.join(map(str, sms))} (use --trace-sms, or a .npz trace and wsim plot)",
+                      file=sys.stderr)
+            write_perfetto(res.trace, args.trace, sms=sms)
         else:
             res.trace.save(args.trace)
     if args.json:
@@ -197,7 +206,7 @@ def cmd_simulate(args) -> int:
     else:
         print(format_result(res))
         if args.trace:
-            print(f"\ntrace written to {args.trace} ({len(res.trace)} spans)")
+            print(f"\ntrace written to {args.trace} ({len(res.trace)} spans simulated)")
     return 0 if res.deadlock is None else 3
 
 
