@@ -187,8 +187,11 @@ class ArchSpec:
             l2_latency_cycles=C("l2_latency_cycles", 295, "cycles",
                                 "markdewing/AI_kernels latency/README.md (B200 L2 pointer chase)",
                                 "microbenchmark"),
-            tma_issue_overhead_cycles=C("tma_issue_overhead_cycles", 170, "cycles",
-                                        f"{_LUO_EXT} (Hopper H800: TMA ~170 clk above a plain load)", "paper"),
+            tma_issue_overhead_cycles=C("tma_issue_overhead_cycles", 1413 - 860, "cycles",
+                                        f"{_SEMI} tma2d_latency: a 1 KiB cold-DRAM TMA load of 148 CTAs "
+                                        "lands after 1413 clk; minus the 860-clk DRAM latency above "
+                                        "(the larger loads are checked in benchmarks/published_b200.py)",
+                                        "microbenchmark"),
             mbarrier_arrive_latency_cycles=C("mbarrier_arrive_latency_cycles", 20, "cycles",
                                              "not published: ~ shared-memory atomic latency", "estimate"),
             remote_arrive_latency_cycles=C("remote_arrive_latency_cycles", 180, "cycles",
