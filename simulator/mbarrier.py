@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import partial
 from heapq import heappop, heappush
 from typing import NamedTuple
 
@@ -382,14 +383,11 @@ class ClusterBarrier(MBarrier):
         self.remote_latency = remote_latency
 
     def arrive_remote(self, count: int = 1, *, who: str = "", round: int | None = None) -> None:
+        """An arrival from another CTA: it lands ``remote_latency`` cycles from now."""
         if self.remote_latency <= 0:
             self.arrive(count, who=who, round=round)
             return
-        ev = simpy.Event(self.env)
-        ev.callbacks.append(lambda _e: self.arrive(count, who=who, round=round))
-        ev._ok = True
-        ev._value = None
-        self.env.schedule(ev, NORMAL, self.remote_latency)
+        call_at(self.env, self.remote_latency, partial(self.arrive, count, who=who, round=round))
 
 
 class _Call(Event):
