@@ -127,6 +127,22 @@ class _GemmCommon:
     cluster_mma_tiles_m, stage bytes and epilogue defaults."""
 
     @property
+    def cluster_tiles_m(self) -> int:
+        """Cluster tiles along M: ceil(tiles_m / (cluster_m / atom_thr_m))."""
+        return _ceil_div(self.tiles_m, self.cluster_mma_tiles_m)
+
+    @property
+    def cluster_tiles_n(self) -> int:
+        return _ceil_div(self.tiles_n, self.cluster_mma_tiles_n)
+
+    @property
+    def effective_raster(self) -> str:
+        """"m" or "n" after CUTLASS's heuristic (see simulator.scheduler for the padded tile counts)."""
+        from simulator.scheduler import raster_for  # local import: scheduler imports config
+
+        return raster_for(self)
+
+    @property
     def bits_ab(self) -> int:
         return dtype_bits(self.dtype_ab, "dtype_ab")
 
@@ -295,22 +311,6 @@ class Sm100GemmConfig(_GemmCommon):
     def cluster_mma_tiles_m(self) -> int:
         """MMA tiles a cluster covers along M: cluster_m / atom_thr_m."""
         return max(1, self.cluster_m // self.atom_thr_m)
-
-    @property
-    def cluster_tiles_m(self) -> int:
-        """Cluster tiles along M: ceil(tiles_m / (cluster_m / atom_thr_m))."""
-        return _ceil_div(self.tiles_m, self.cluster_mma_tiles_m)
-
-    @property
-    def cluster_tiles_n(self) -> int:
-        return _ceil_div(self.tiles_n, self.cluster_mma_tiles_n)
-
-    @property
-    def effective_raster(self) -> str:
-        """"m" or "n" after CUTLASS's heuristic (see simulator.scheduler for the padded tile counts)."""
-        from simulator.scheduler import raster_for  # local import: scheduler imports config
-
-        return raster_for(self)
 
     # ------------------------------------------------------------------------------- bytes / flops
     @property
@@ -685,20 +685,6 @@ class Sm90GemmConfig(_GemmCommon):
     @property
     def cluster_mma_tiles_m(self) -> int:
         return self.cluster_m
-
-    @property
-    def cluster_tiles_m(self) -> int:
-        return _ceil_div(self.tiles_m, self.cluster_m)
-
-    @property
-    def cluster_tiles_n(self) -> int:
-        return _ceil_div(self.tiles_n, self.cluster_n)
-
-    @property
-    def effective_raster(self) -> str:
-        from simulator.scheduler import raster_for
-
-        return raster_for(self)
 
     @property
     def a_stage_bytes_per_cta(self) -> int:

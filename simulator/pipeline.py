@@ -52,6 +52,13 @@ class PipelineState:
             self.phase ^= 1
         return self
 
+    def advance_by(self, n: int) -> PipelineState:
+        """``state.advance(n)`` of the C++ PipelineState: the phase flips once per wrap of the index."""
+        wraps, self.index = divmod(self.index + n, self.stages)
+        self.phase ^= wraps & 1
+        self.count += n
+        return self
+
     def copy(self) -> PipelineState:
         return PipelineState(self.stages, self.index, self.phase, self.count)
 

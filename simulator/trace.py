@@ -207,14 +207,27 @@ class Trace:
         for row in zip(*lists, strict=True):
             yield Span(*row)
 
+    @classmethod
+    def from_columns(cls, meta: dict[str, Any], columns: dict[str, np.ndarray],
+                     counters: Iterable[tuple] = ()) -> Trace:
+        """A trace over existing numpy columns (one array per name in :data:`COLUMNS`)."""
+        out = cls(meta)
+        out._cols = {c: columns[c] for c in COLUMNS}
+        out._rows_stale = True
+        out._counters = list(counters)
+        return out
+
+    def with_columns(self, **replaced: np.ndarray) -> Trace:
+        """A new trace with some columns replaced (same metadata and counters)."""
+        bad = [k for k in replaced if k not in COLUMNS]
+        if bad:
+            raise TraceFormatError(f"no column(s) {bad}; columns are {COLUMNS}")
+        return Trace.from_columns(self.meta, {**self.columns(), **replaced}, self._counters)
+
     def select(self, mask: np.ndarray) -> Trace:
         """A new trace holding the rows where ``mask`` is true (same metadata)."""
         cols = self.columns()
-        out = Trace(self.meta)
-        out._cols = {c: cols[c][mask] for c in COLUMNS}
-        out._rows_stale = True
-        out._counters = list(self._counters)
-        return out
+        return Trace.from_columns(self.meta, {c: cols[c][mask] for c in COLUMNS}, self._counters)
 
     def where(self, **equal: Any) -> Trace:
         """Rows whose columns equal the given values, e.g. ``trace.where(role="MMA", kind="wait")``."""
@@ -253,7 +266,6 @@ class Trace:
         missing = [c for c in (*COLUMNS, "meta") if c not in data.files]
         if missing:
             raise TraceFormatError(f"{path}: missing columns {missing}; a trace has {COLUMNS}")
-        out = cls(json.loads(str(data["meta"])))
         cols = {}
         for c in COLUMNS:
             a = data[c]
@@ -264,12 +276,11 @@ class Trace:
             else:
                 a = a.astype(np.float64)
             cols[c] = a
-        out._cols = cols
-        out._rows_stale = True
+        counters: list[tuple] = []
         if "counter_sm" in data.files:
             cl = [data[f"counter_{k}"].tolist() for k in ("sm", "name", "cycle", "ns", "value")]
-            out._counters = [tuple(r) for r in zip(*cl, strict=True)]
-        return out
+            counters = [tuple(r) for r in zip(*cl, strict=True)]
+        return cls.from_columns(json.loads(str(data["meta"])), cols, counters)
 
 
 def _json_default(o: Any) -> Any:

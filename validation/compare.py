@@ -239,22 +239,16 @@ def run_validate(args) -> int:
         print(format_comparison(c))
     if args.plot:
         from simulator.plots import plot_compare
-        plot_compare(c.sim_trace, _renumbered(c.measured_trace, c.config), labels=("simulated", "measured"),
+        plot_compare(c.sim_trace, with_simulated_sm_numbers(c.measured_trace), labels=("simulated", "measured"),
                      sms=[int(s) for s in args.sms.split(",")] if args.sms else None, path=args.plot)
         print(f"wrote {args.plot}")
     return 0
 
 
-def _renumbered(meas: Trace, cfg) -> Trace:
-    """The measured trace with SMs numbered like the simulator's (cluster x size + rank), so that the
-    comparison view lines up the same CTA in both runs."""
-    c = meas.columns()
-    out = Trace(meas.meta)
-    cols = {k: v.copy() for k, v in c.items()}
-    cols["sm"] = cols["cta"].copy()
-    out._cols = cols
-    out._rows_stale = True
-    return out
+def with_simulated_sm_numbers(meas: Trace) -> Trace:
+    """The measured trace with SMs numbered like the simulator's (cluster x size + rank, which is
+    the hardware trace's linear CTA index), so that a comparison lines up the same CTA in both."""
+    return meas.with_columns(sm=meas.columns()["cta"].copy())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,15 @@ class RunStats:
 
 
 
+class Cluster:
+    """One resident cluster: its index, its first SM and its CTAs (filled in by the kernel model)."""
+
+    def __init__(self, index: int, first_sm: int):
+        self.index = index
+        self.first_sm = first_sm
+        self.ctas: list = []
+
+
 class RoleBase:
     """Base of the warp-role processes: waiting with bookkeeping, tracing, lifetime accounting.
 

@@ -55,7 +55,7 @@ import simpy
 
 from simulator.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
 from simulator.deadlock import barrier_stage
-from simulator.kernels.common import NUM_THREADS_PER_WARP, ConfigSnapshot, RoleBase, RunStats
+from simulator.kernels.common import NUM_THREADS_PER_WARP, Cluster, ConfigSnapshot, RoleBase, RunStats
 from simulator.knobs import ProtocolKnobs
 from simulator.mbarrier import ClusterBarrier, NamedBarrier, call_at
 from simulator.memory import MemorySystem
@@ -140,15 +140,6 @@ class Sm100Timing:
                 "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s", "l2_latency_cycles",
                 "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles", "remote_arrive_latency_cycles",
                 "clc_query_latency_cycles", "launch_overhead_ns")
-
-
-class Cluster:
-    """One resident cluster: its CTAs and what they share (the CLC hardware answers)."""
-
-    def __init__(self, index: int, first_sm: int):
-        self.index = index
-        self.first_sm = first_sm
-        self.ctas: list[Cta] = []
 
 
 class Cta:

@@ -107,7 +107,8 @@ from simulator.arrivals import (
     sm90_barrier_counts,
 )
 from simulator.constants import Constant
-from simulator.kernels.common import RoleBase, RunStats
+from simulator.deadlock import barrier_stage
+from simulator.kernels.common import Cluster, RoleBase, RunStats
 from simulator.knobs import ProtocolKnobs
 from simulator.mbarrier import MBarrier, NamedBarrier, call_at
 from simulator.memory import MemorySystem
@@ -240,15 +241,6 @@ class MathWarpGroupOrderBarrier:
         stage.advance()
 
 
-class Cluster:
-    """One resident cluster of the static persistent grid."""
-
-    def __init__(self, index: int, first_sm: int):
-        self.index = index
-        self.first_sm = first_sm
-        self.ctas: list[Cta] = []
-
-
 class Cta:
     """One CTA's barrier storage, pipelines and per-SM resources."""
 
@@ -317,14 +309,6 @@ class Role(RoleBase):
             self._waited(barrier, stage, now, tile, k_block)
 
 
-def _advance(state: PipelineState, n: int) -> PipelineState:
-    """``state.advance(n)`` of the C++ PipelineState: the phase flips once per wrap of the index."""
-    wraps, state.index = divmod(state.index + n, state.stages)
-    state.phase ^= wraps & 1
-    state.count += n
-    return state
-
-
 class MainloopLoad(Role):
     name = "MainloopLoad"
     threads = NUM_THREADS_PER_WARP
@@ -361,7 +345,7 @@ class MainloopLoad(Role):
             work = k.next_work(work, 1)
         # load_tail: every stage released once more, so no peer still arrives on our barriers.
         for bar, ev in pipe.producer_tail_waits(state, self.who):
-            yield from self.block(ev, "mainloop.empty", int(bar.name.rsplit("[", 1)[1][:-1]))
+            yield from self.block(ev, "mainloop.empty", barrier_stage(bar.name))
 
 
 class EpilogueLoad(Role):
@@ -397,7 +381,7 @@ class EpilogueLoad(Role):
             self.span("tile", t_tile, env.now, tile=tile)
             work = k.next_work(work, 1)
         for bar, ev in pipe.producer_tail_waits(state, self.who):
-            yield from self.block(ev, "epi_load.empty", int(bar.name.rsplit("[", 1)[1][:-1]))
+            yield from self.block(ev, "epi_load.empty", barrier_stage(bar.name))
 
 
 class Consumer(Role):
@@ -441,8 +425,8 @@ class Consumer(Role):
             if self.wg == 1:
                 # Consumer1 starts at the CTA's second tile, its pipeline states past Consumer0's.
                 work = k.next_work(work, 1)
-                _advance(ml_state, k.k_tiles)
-                _advance(ld_state, cfg.epi_subtiles)
+                ml_state.advance_by(k.k_tiles)
+                ld_state.advance_by(cfg.epi_subtiles)
         while work.is_valid:
             tile = self.tile_of(work)
             t_tile = env.now
@@ -457,7 +441,7 @@ class Consumer(Role):
             yield from self.sleep_until(done_last, "mma.wait_group", release.index, tile, k.k_tiles - 1)
             self.consumer_release(release)
             self.span("acc_handoff", env.now, env.now, tile=tile, stage=release.index)
-            _advance(ml_state, k.k_tiles * step)
+            ml_state.advance_by(k.k_tiles * step)
             if order is not None:
                 # Order the epilogues: ours after the other warpgroup's previous one.
                 yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
@@ -468,7 +452,7 @@ class Consumer(Role):
                     yield from self.sleep_until(self.stores[-1], "epilogue.store_buffer", -1, tile)
                     self._retire_stores()
                 order.arrive(order_state, self.wg, self.who, self.threads)
-                _advance(ld_state, cfg.epi_subtiles)
+                ld_state.advance_by(cfg.epi_subtiles)
             if self.records_tiles and mma_tile_in_problem(tile[0], tile[1], cfg):
                 self.stats.tiles_done.append((tile[0], tile[1], tile[2], 0))
             self.span("tile", t_tile, env.now, tile=tile)
