@@ -74,6 +74,7 @@ from simulator.scheduler import (
     ClcHardware,
     TileRaster,
     WorkTileInfo,
+    cta_tile_coord,
     max_resident_clusters,
     mma_tile_in_problem,
     static_grid_clusters,
@@ -657,9 +658,7 @@ class Sm100GemmTmaWarpSpecialized:
 
     def cta_tile(self, work: WorkTileInfo, cta: Cta) -> tuple[int, int, int]:
         """The MMA tile a CTA (pair) computes in this cluster tile: (m, n, l) in MMA-tile units."""
-        cfg = self.cfg
-        return (work.m_idx * (cfg.cluster_m // cfg.atom_thr_m) + cta.cx // cfg.atom_thr_m,
-                work.n_idx * cfg.cluster_n + cta.cy, work.l_idx)
+        return cta_tile_coord(work, cta.rank, self.cfg)
 
     def issue_clc_query(self, cluster: Cluster, stage: int, role: Role) -> None:
         """``clusterlaunchcontrol.try_cancel``: the answer lands in every CTA's SMEM after the latency."""
@@ -791,10 +790,6 @@ def _owed_by(cfg) -> dict[str, tuple[str, str]]:
         "clc_throttle": ("MainloopLoad of CTA 0 (x32)", "Sched of CTA 0 (x32)"),
         "epi_load": ("EpilogueLoad (arrive_and_expect_tx) + TMA bytes", "Epilogue x128"),
     }
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 __all__ = ["Sm100GemmTmaWarpSpecialized", "Sm100Timing", "RunStats", "NUM_THREADS_PER_WARP"]
