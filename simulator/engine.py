@@ -10,7 +10,7 @@ waiting) or the predicted time, throughput and where each role spent its time.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from heapq import heappop
 from typing import Any
 
@@ -19,7 +19,7 @@ import simpy
 from simulator.arch import ArchSpec
 from simulator.config import ConfigError, Sm90GemmConfig, Sm100GemmConfig
 from simulator.constants import Constant
-from simulator.deadlock import DeadlockReport, analyze
+from simulator.deadlock import DeadlockReport, analyze, barrier_kind
 from simulator.knobs import ProtocolKnobs
 from simulator.memory import MemorySystem, MemoryTiming
 from simulator.trace import Trace
@@ -96,7 +96,6 @@ class SimResult:
         return sum(1 for v in seen.values() if v == 1), sum(1 for v in seen.values() if v > 1)
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
         return {
             "arch": self.arch.name,
             "config": asdict(self.config),
@@ -212,7 +211,7 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     tr = None
     if trace:
         tr = Trace({"source": "simulated", "arch": arch.name, "kernel": kernel_cls.__name__,
-                    "config": _asdict(cfg)}, clock_ghz=clk)
+                    "config": asdict(cfg)}, clock_ghz=clk)
     t0 = time.perf_counter()
     kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms)
     env.run()
@@ -225,18 +224,16 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     deadlock = analyze(kernel, env.now)
     violations: list[str] = []
     vcount = 0
+    suspects: list[str] = []            # barrier kinds that saw arrivals in the wrong phase
     for bar in kernel.all_barriers():
         n = getattr(bar, "violation_count", 0)
         if n:
             vcount += n
             violations += [v.describe() for v in bar.violations]
-    if deadlock is not None and violations:
-        from simulator.deadlock import barrier_kind
-        kinds = []
-        for bar in kernel.all_barriers():
-            if getattr(bar, "violation_count", 0) and barrier_kind(bar.name) not in kinds:
-                kinds.append(barrier_kind(bar.name))
-        deadlock.suspects = kinds
+            if barrier_kind(bar.name) not in suspects:
+                suspects.append(barrier_kind(bar.name))
+    if deadlock is not None:
+        deadlock.suspects = suspects
     cycles = stats.end_cycle
     launch_ns = arch.launch_overhead_ns.value
     time_ns = cycles / clk + launch_ns
@@ -270,11 +267,6 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
         constants=tuple(arch.constants()), timing_notes=kernel.timing.notes,
         events=env.events_processed, wall_s=wall, trace=tr,
     )
-
-
-def _asdict(cfg) -> dict:
-    from dataclasses import asdict
-    return asdict(cfg)
 
 
 def _add_counters(tr: Trace, mem: MemorySystem, kernel) -> None:
