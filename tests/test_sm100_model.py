@@ -206,3 +206,19 @@ def test_clc_throttle_limits_queries_in_flight():
     q_off = off.trace.where(kind="clc_query").columns()["start_cycle"]
     assert len(q_on) == len(q_off)
     assert np.median(q_off) < np.median(q_on)
+
+
+def test_clc_runs_use_the_clc_tile_mapping():
+    """Each resident cluster's first tile is the one CUTLASS's CLC scheduler maps its launch id to
+    (the static scheduler's swizzle maps some of them elsewhere)."""
+    from simulator.scheduler import TileRaster, cta_tile_coord
+
+    cfg = Sm100GemmConfig(m=3072, n=3072, k=128, swizzle=8)
+    r = simulate(cfg, trace=True)
+    clc, static = TileRaster(r.config, "clc"), TileRaster(r.config, "static")
+    c = r.trace.where(role="MMA", kind="tile", cta=0).columns()
+    first: dict[int, tuple] = {}
+    for i in np.argsort(c["start_cycle"], kind="stable"):
+        first.setdefault(int(c["cluster"][i]), (int(c["tile_m"][i]), int(c["tile_n"][i]), int(c["tile_l"][i])))
+    assert first and all(t == cta_tile_coord(clc.work(ci), 0, r.config) for ci, t in first.items())
+    assert any(cta_tile_coord(static.work(ci), 0, r.config) != t for ci, t in first.items())

@@ -614,12 +614,14 @@ class Sm100GemmTmaWarpSpecialized:
         self.counts = sm100_arrival_counts(self.facts)
         self.owed = _owed_by(cfg)
         self.stats = RunStats()
-        self.raster = TileRaster.from_config(cfg)
+        # The scheduler picks its tile mapping from the config's type (CLC or static), so it gets
+        # the config itself, not the snapshot.
+        self.raster = TileRaster.from_config(self.config)
         self.grid_clusters = self.raster.num_clusters
         if cfg.tile_scheduler == "clc":
-            resident = min(self.grid_clusters, max_resident_clusters(cfg, arch))
+            resident = min(self.grid_clusters, max_resident_clusters(self.config, arch))
         else:
-            resident = static_grid_clusters(cfg, arch, self.grid_clusters)
+            resident = static_grid_clusters(self.config, arch, self.grid_clusters)
         self.clc_hw = ClcHardware(self.grid_clusters, resident)
         self.clusters: list[Cluster] = []
         self.roles: list[Role] = []
@@ -658,7 +660,7 @@ class Sm100GemmTmaWarpSpecialized:
 
     def cta_tile(self, work: WorkTileInfo, cta: Cta) -> tuple[int, int, int]:
         """The MMA tile a CTA (pair) computes in this cluster tile: (m, n, l) in MMA-tile units."""
-        return cta_tile_coord(work, cta.rank, self.cfg)
+        return cta_tile_coord(work, cta.rank, self.config)
 
     def issue_clc_query(self, cluster: Cluster, stage: int, role: Role) -> None:
         """``clusterlaunchcontrol.try_cancel``: the answer lands in every CTA's SMEM after the latency."""
