@@ -98,23 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_sms(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                a, b = part.split("-", 1)
-                out += list(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        except ValueError:
-            raise ConfigError(f"--trace-sms {text!r}: {part!r} is not an SM number or range like 0-7") from None
-    return out
-
-
 def _coerce(name: str, value: Any, typ: type) -> Any:
     if value is None or isinstance(value, typ):
         return value
@@ -181,10 +164,16 @@ def resolve_inputs(args) -> tuple[Any, ArchSpec, ProtocolKnobs]:
 
 def cmd_simulate(args) -> int:
     from simulator.engine import simulate
+    from simulator.plot_cli import PlotArgError, parse_sm_list
     from simulator.report import format_result
 
     cfg, arch, knobs = resolve_inputs(args)
-    trace_sms = parse_sms(args.trace_sms) if args.trace_sms else None
+    trace_sms = None
+    if args.trace_sms:
+        try:
+            trace_sms = parse_sm_list(args.trace_sms, "--trace-sms")
+        except PlotArgError as e:
+            raise ConfigError(str(e)) from None
     res = simulate(cfg, arch, knobs=knobs, trace=bool(args.trace), trace_sms=trace_sms)
     if args.trace and res.trace is not None:
         if args.trace.endswith((".json", ".json.gz")):

@@ -9,7 +9,7 @@ an unknown name is an error that lists the valid ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from simulator.config import ConfigError
 
@@ -30,7 +30,6 @@ class ProtocolKnobs:
     producer_start_phase: tuple[tuple[str, int], ...] = ()
     skip_release: tuple[str, ...] = ()
     clc_throttle: bool = True
-    extra: tuple[tuple[str, int], ...] = field(default=())
 
     @classmethod
     def make(cls, *, arrival_counts: Mapping[str, int] | None = None,

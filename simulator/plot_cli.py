@@ -94,8 +94,9 @@ def parse_window(text: str, extent: tuple[float, float]) -> tuple[float, float]:
     return (w[0], w[1])
 
 
-def parse_sm_list(text: str) -> list[int] | None:
-    """``"0,1,4-7"`` -> [0, 1, 4, 5, 6, 7]; ``"all"`` -> None (every SM)."""
+def parse_sm_list(text: str, option: str = "--sms") -> list[int] | None:
+    """``"0,1,4-7"`` -> [0, 1, 4, 5, 6, 7]; ``"all"`` -> None (every SM). ``option`` names the
+    flag in error messages."""
     if text.strip().lower() == "all":
         return None
     out: list[int] = []
@@ -107,14 +108,14 @@ def parse_sm_list(text: str) -> list[int] | None:
         if m:
             lo, hi = int(m.group(1)), int(m.group(2))
             if hi < lo:
-                raise PlotArgError(f"--sms {text!r}: range {part!r} runs backwards")
+                raise PlotArgError(f"{option} {text!r}: range {part!r} runs backwards")
             out += list(range(lo, hi + 1))
         elif part.isdigit():
             out.append(int(part))
         else:
-            raise PlotArgError(f"--sms {text!r}: {part!r} is not an SM number or a range like 0-7")
+            raise PlotArgError(f"{option} {text!r}: {part!r} is not an SM number or a range like 0-7")
     if not out:
-        raise PlotArgError(f"--sms {text!r}: no SMs given")
+        raise PlotArgError(f"{option} {text!r}: no SMs given")
     return out
 
 
