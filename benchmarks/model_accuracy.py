@@ -14,32 +14,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 from pathlib import Path
 
+from hw_kernels.host import KernelConfig
 from simulator.arch import ArchSpec
 from simulator.config import Sm90GemmConfig
 from simulator.engine import simulate
+from validation.compare import sim_config_from_measured
 
 RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results" / "hw_vs_cublas.json"
-NAME = re.compile(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?$")
-RASTER = {"h": "heuristic", "m": "m", "n": "n"}
-
-
 def config_of(name: str, dtype: str, m: int, n: int, k: int) -> Sm90GemmConfig | None:
-    """The Sm90GemmConfig of a hardware-kernel name (hw_kernels.host.KernelConfig.name), or None
-    for names that are not plain kernel timings (cuBLAS, instrumented variants)."""
-    mt = NAME.match(name)
-    if mt is None:
+    """The Sm90GemmConfig of a hardware-kernel name (KernelConfig.name()), or None for names that
+    are not plain kernel timings (cuBLAS, instrumented variants)."""
+    kc = KernelConfig.from_name(name)
+    if kc is None:
         return None
-    tm, tn, tk, pp, cm, cn, r, sw, en, st, sst = mt.groups()
-    return Sm90GemmConfig(m=m, n=n, k=k, dtype_ab=dtype, dtype_c=dtype, dtype_d=dtype, tile_m=int(tm),
-                          tile_n=int(tn), tile_k=int(tk), schedule="pingpong" if pp else "cooperative",
-                          cluster_m=int(cm), cluster_n=int(cn), raster=RASTER[r], swizzle=int(sw),
-                          epilogue_tile_m=int(tm), epilogue_tile_n=int(en),
-                          mainloop_stages=int(st) if st else None,
-                          epilogue_store_stages=int(sst) if sst else 4)
+    return sim_config_from_measured({"config": kc.asdict(), "dtype": dtype,
+                                     "problem": {"m": m, "n": n, "k": k, "l": 1}})
 
 
 def main() -> None:

@@ -6,10 +6,14 @@ against a fake stream and CPU tensors; the result can only be inspected: ``.ptx`
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 from . import records as R
 from .schedule import StaticSchedule, ceil_div, static_schedule
+
+#: KernelConfig.name() of an uninstrumented kernel.
+_NAME = re.compile(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?$")
 
 #: Persistent clusters that fit at once on an H200 (132 SMs), by cluster size, used when no GPU is
 #: there to ask (CPU compiles). On the GPU the DSL's HardwareInfo answers.
@@ -42,6 +46,20 @@ class KernelConfig:
         sched = "" if self.schedule == "cooperative" else "_pp"
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}{sched}_c{self.cluster_m}x{self.cluster_n}"
                 f"_r{self.raster[0]}_sw{self.swizzle}_e{self.epilogue_tile_n}{st}{lvl}")
+
+    @classmethod
+    def from_name(cls, name: str) -> KernelConfig | None:
+        """The uninstrumented config ``name()`` gives ``name`` (e.g. ``128x64x64_pp_c2x1_rh_sw4_e32``),
+        or None if ``name`` is not such a name (cuBLAS, an instrumented variant)."""
+        mt = _NAME.match(name)
+        if mt is None:
+            return None
+        tm, tn, tk, pp, cm, cn, r, sw, en, st, sst = mt.groups()
+        return cls(tile_m=int(tm), tile_n=int(tn), tile_k=int(tk), cluster_m=int(cm), cluster_n=int(cn),
+                   schedule="pingpong" if pp else "cooperative",
+                   raster={"h": "heuristic", "m": "m", "n": "n"}[r], swizzle=int(sw),
+                   epilogue_tile_n=int(en), mainloop_stages=int(st) if st else None,
+                   epilogue_store_stages=int(sst) if sst else 4)
 
     def schedule_for(self, m: int, n: int) -> StaticSchedule:
         return static_schedule(m, n, self.tile_m, self.tile_n, self.cluster_m, self.cluster_n, self.raster,

@@ -148,3 +148,13 @@ def test_pingpong_tma_loads_match_by_tile_and_kblock():
     assert len(loads["start_ns"]) == 12
     assert set(loads["tile_n"].tolist()) == {0, 1, 2, 3}
 
+
+
+def test_kernel_names_parse_back_to_their_configs():
+    from hw_kernels.host import KernelConfig
+
+    for cfg in (KernelConfig(), KernelConfig(tile_n=64, schedule="pingpong", swizzle=4, mainloop_stages=5,
+                                             epilogue_store_stages=2, raster="m")):
+        assert KernelConfig.from_name(cfg.name()) == cfg
+    assert KernelConfig.from_name("cublas") is None
+    assert KernelConfig.from_name(KernelConfig(instrument=1).name()) is None

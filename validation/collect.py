@@ -467,20 +467,6 @@ def publish(run_dirs: list[Path], dest: Path, trace_raws: list[str] | None = Non
     return out
 
 
-def config_from_name(name: str) -> KernelConfig:
-    """The KernelConfig named ``name`` (KernelConfig.name() without the instrumentation suffix)."""
-    import re
-    mt = re.match(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?$", name)
-    if mt is None:
-        raise SystemExit(f"--trace-config {name!r}: not a kernel name like 128x256x64_c2x1_rh_sw4_e32")
-    tm, tn, tk, pp, cm, cn, r, sw, en, st, sst = mt.groups()
-    return KernelConfig(tile_m=int(tm), tile_n=int(tn), tile_k=int(tk), cluster_m=int(cm), cluster_n=int(cn),
-                        schedule="pingpong" if pp else "cooperative",
-                        raster={"h": "heuristic", "m": "m", "n": "n"}[r], swizzle=int(sw),
-                        epilogue_tile_n=int(en), mainloop_stages=int(st) if st else None,
-                        epilogue_store_stages=int(sst) if sst else 4)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -510,7 +496,10 @@ def main(argv=None) -> int:
     global NO_PINGPONG, ONLY_PINGPONG
     NO_PINGPONG, ONLY_PINGPONG = a.no_pingpong, a.only_pingpong
     if a.trace_config:
-        cfg = replace(config_from_name(a.trace_config), instrument=a.level)
+        named = KernelConfig.from_name(a.trace_config)
+        if named is None:
+            raise SystemExit(f"--trace-config {a.trace_config!r}: not a kernel name like 128x256x64_c2x1_rh_sw4_e32")
+        cfg = replace(named, instrument=a.level)
         m, n, k = (int(x) for x in a.shape.lower().split("x"))
         phase_trace(s, cfg, (m, n, k))
         return 0

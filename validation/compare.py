@@ -107,12 +107,16 @@ def sim_config_from_measured(meta: dict) -> Sm90GemmConfig:
         dtype_ab=dtype, dtype_c=dtype, dtype_d=dtype,
         tile_m=int(k["tile_m"]), tile_n=int(k["tile_n"]), tile_k=int(k["tile_k"]),
         cluster_m=int(k["cluster_m"]), cluster_n=int(k["cluster_n"]), schedule=k["schedule"],
-        mainloop_stages=int(meta.get("mainloop_stages") or k.get("mainloop_stages")),
+        mainloop_stages=_int_or_none(meta.get("mainloop_stages") or k.get("mainloop_stages")),
         raster=k["raster"], swizzle=int(k["swizzle"]),
         # the hardware kernel's epilogue subtile is tile_m x epilogue_tile_n in both schedules
         epilogue_tile_m=int(k["tile_m"]), epilogue_tile_n=int(k["epilogue_tile_n"]),
         epilogue_store_stages=int(k["epilogue_store_stages"]),
     )
+
+
+def _int_or_none(v) -> int | None:
+    return None if v is None else int(v)
 
 
 def measured_clock(meta: dict) -> float:
