@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.arch import get_arch
-from simulator.config import Sm90GemmConfig, Sm100GemmConfig
 from simulator.engine import simulate
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.arch import get_arch
 
 SM100_SHAPES = [
     # (label, config kwargs)

@@ -18,9 +18,9 @@ import statistics
 from pathlib import Path
 
 from hw_kernels.host import KernelConfig
-from simulator.arch import ArchSpec
-from simulator.config import Sm90GemmConfig
 from simulator.engine import simulate
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.machine.arch import ArchSpec
 from validation.compare import sim_config_from_measured
 
 RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results" / "hw_vs_cublas.json"

@@ -17,11 +17,11 @@ No Blackwell GPU is available here, so the SM100 model is checked against what o
 
 from __future__ import annotations
 
-from simulator.arch import ArchSpec
-from simulator.config import Sm100GemmConfig
 from simulator.engine import simulate
+from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.kernels.sm100_tma_ws import Sm100Timing
-from simulator.memory import MemorySystem, MemoryTiming
+from simulator.machine.arch import ArchSpec
+from simulator.machine.memory import MemorySystem, MemoryTiming
 
 SOURCE_MMA = "SemiAnalysis microbench-blackwell umma_throughput/tput_results_max.csv"
 SOURCE_TMA = "SemiAnalysis microbench-blackwell tma2d_latency/tma2d_lat_results.csv"

@@ -18,8 +18,8 @@ import time
 
 import simpy
 
-from simulator.config import Sm100GemmConfig
 from simulator.engine import simulate
+from simulator.kernels.sm100_config import Sm100GemmConfig
 
 
 def bare_simpy_events_per_s(n_procs: int = 296, n_steps: int = 2000) -> float:

@@ -22,7 +22,7 @@ H200_SMS = 132
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """The kernel's parameters, named as simulator.config.Sm90GemmConfig names them."""
+    """The kernel's parameters, named as simulator.kernels.sm90_config.Sm90GemmConfig names them."""
 
     tile_m: int = 128
     tile_n: int = 256

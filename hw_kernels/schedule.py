@@ -1,7 +1,7 @@
 """The static persistent tile order of the hardware kernel, in plain Python.
 
 The kernel computes the same integers on the GPU from four numbers the host passes per launch
-(:class:`StaticSchedule`); the SM90 model's ``simulator.scheduler.TileRaster(kind="static")`` follows
+(:class:`StaticSchedule`); the SM90 model's ``simulator.kernels.scheduler.TileRaster(kind="static")`` follows
 the same rule (CUTLASS C++ ``PersistentTileSchedulerSm90``, tile_scheduler_params.h), and
 tests/test_hw_records.py checks that the two agree.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.config import log_swizzle_size as _log_swizzle_size
+from simulator.kernels.scheduler import log_swizzle_size as _log_swizzle_size
 
 
 def ceil_div(a: int, b: int) -> int:

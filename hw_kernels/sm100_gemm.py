@@ -4,7 +4,7 @@ D[M, N, L] = A[M, K, L] @ B[N, K, L]^T: A and B K-major, bf16 or fp16 in, fp32 a
 D (N-major) in the input type. There is no Blackwell GPU in this project: the kernel is compiled
 for sm_100a on a CPU and its PTX is inspected (tests/test_hw_sm100_compile.py), never run.
 hw_kernels/SM100.md maps every role and barrier to the seed and to the SimPy model
-(simulator/kernels/sm100_tma_ws.py); every arrival count comes from ``simulator.arrivals``.
+(simulator/kernels/sm100_tma_ws.py); every arrival count comes from ``simulator.protocol.arrivals``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from cutlass.cutlass_dsl import Int32
 from cutlass.tensor_utils import LayoutEnum
 from cutlass.utils.static_persistent_tile_scheduler import WorkTileInfo
 
-from simulator.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
-from simulator.config import SMEM_CAPACITY_BYTES, ConfigError
+from simulator.errors import ConfigError
+from simulator.kernels.gemm_config import SMEM_CAPACITY_BYTES
+from simulator.protocol.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
 
 THREADS_PER_WARP = 32
 CLC_RESPONSE_BYTES = 16  # sizeof(CLCResponse): the try_cancel answer is one 16-byte word
@@ -249,7 +250,7 @@ class Sm100TmaWsGemm:
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(SharedStorage)
 
-        # ---- pipelines: counts from simulator.arrivals (checked against this code in _setup_attributes)
+        # ---- pipelines: counts from simulator.protocol.arrivals (checked against this code in _setup_attributes)
         counts = self.arrival_counts
         mainloop = pipeline.PipelineTmaUmma.create(
             barrier_storage=storage.mainloop_mbar.data_ptr(), num_stages=self.mainloop_stages,
@@ -593,7 +594,7 @@ class Sm100TmaWsGemm:
     # ------------------------------------------------------------------------------------ counts, config
     @classmethod
     def from_config(cls, cfg, dtype: str = "bf16") -> Sm100TmaWsGemm:
-        """From a :class:`simulator.config.Sm100GemmConfig`: the simulated and the compiled kernel share
+        """From a :class:`simulator.kernels.sm100_config.Sm100GemmConfig`: the simulated and the compiled kernel share
         tile, cluster and stage counts (stages resolved as CUTLASS's builders would)."""
         r = cfg.resolved()
         if r.read_c:
@@ -614,7 +615,7 @@ class Sm100TmaWsGemm:
                 "store_stages": self.store_stages, "tile_k": self.tile_k, "dtype": self.dtype}
 
     def _counts_this_code_arrives_with(self, mcast_peers: int | None) -> dict[str, int]:
-        """What the kernel code arrives with, per barrier phase (keys as in ``simulator.arrivals``).
+        """What the kernel code arrives with, per barrier phase (keys as in ``simulator.protocol.arrivals``).
 
         ``mcast_peers``: the MMA-leaders whose commits free one of this CTA's mainloop stages, as
         the DSL's cluster layout sees them (None before the layout exists: the formula then).
@@ -642,7 +643,7 @@ class Sm100TmaWsGemm:
         }
 
     def _check_counts(self, mine: dict[str, int]) -> None:
-        """Raise if the code's arrivals differ from ``simulator.arrivals`` (never substitute a count)."""
+        """Raise if the code's arrivals differ from ``simulator.protocol.arrivals`` (never substitute a count)."""
         a, b0 = self.arrival_counts, self.barrier_counts[0]
         model = {
             "mainloop.producer": a["mainloop"].producer, "mainloop.consumer": a["mainloop"].consumer,
@@ -656,7 +657,7 @@ class Sm100TmaWsGemm:
         }
         bad = {k: (mine[k], model[k]) for k in model if mine[k] != model[k]}
         if bad:
-            raise RuntimeError("barrier arrival counts of the CuTe-DSL kernel differ from simulator.arrivals "
+            raise RuntimeError("barrier arrival counts of the CuTe-DSL kernel differ from simulator.protocol.arrivals "
                                f"(kernel, model): {bad}; fix the kernel or the model, do not substitute")
 
     # ------------------------------------------------------------------------------------ rules
@@ -666,7 +667,7 @@ class Sm100TmaWsGemm:
                       cluster_mn: tuple[int, int] = (2, 1), mainloop_stages: int | None = None,
                       accumulator_stages: int = 2, scheduler_stages: int = 2, epi_tile_mn: tuple[int, int] = (128, 32),
                       store_stages: int = 2, tile_k: int | None = None, dtype: str = "bf16") -> None:
-        """Raise :class:`simulator.config.ConfigError` naming the first value that breaks a rule.
+        """Raise :class:`simulator.errors.ConfigError` naming the first value that breaks a rule.
 
         ``m, n, k`` may be None to check only the kernel parameters (the constructor does that).
         """

@@ -33,7 +33,7 @@ def _torch_dtype(dtype: str):
 
     table = {"bf16": torch.bfloat16, "fp16": torch.float16}
     if dtype not in table:
-        from simulator.config import ConfigError
+        from simulator.errors import ConfigError
 
         raise ConfigError(f"dtype={dtype!r}: valid: {sorted(table)}")
     return table[dtype]
@@ -50,14 +50,14 @@ def compile_sm100(config=None, dtype: str = "bf16", m: int = 512, n: int = 512, 
                   l: int = 1) -> CompiledSm100:  # noqa: E741 (CUTLASS's name for the batch mode)
     """Compile the SM100 kernel for sm_100a on the CPU.
 
-    ``config``: a :class:`simulator.config.Sm100GemmConfig` (default: its defaults, the seed's 2-SM
+    ``config``: a :class:`simulator.kernels.sm100_config.Sm100GemmConfig` (default: its defaults, the seed's 2-SM
     256x256 tile on a 2x1 cluster), or an :class:`~hw_kernels.sm100_gemm.Sm100TmaWsGemm`. Shapes are
     dynamic; ``m, n, k, l`` only size the example tensors.
     """
     import cutlass.cute as cute
     import torch
 
-    from simulator.config import Sm100GemmConfig
+    from simulator.kernels.sm100_config import Sm100GemmConfig
 
     from .sm100_gemm import Sm100TmaWsGemm
 

@@ -25,7 +25,7 @@ THREADS_PER_WG = 128
 
 
 def arrival_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, int]:
-    """Arrival counts of the kernel's barriers, from ``simulator.arrivals`` (the model and the kernel
+    """Arrival counts of the kernel's barriers, from ``simulator.protocol.arrivals`` (the model and the kernel
     must agree; ``convention="dsl"``).
 
     What this kernel does, and what the model must return: mainloop full = 1 (the producer thread's
@@ -38,7 +38,7 @@ def arrival_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, i
     mine = {"full": 1, "empty": WARPS_PER_WG * wgs * (cluster_m + cluster_n - 1),
             "epilogue": THREADS_PER_WG * wgs, "order": THREADS_PER_WG}
     try:
-        from simulator.arrivals import Sm90KernelFacts, sm90_arrival_counts, sm90_barrier_counts
+        from simulator.protocol.arrivals import Sm90KernelFacts, sm90_arrival_counts, sm90_barrier_counts
     except ImportError:  # the kernel also runs from a tree without the simulator
         return mine
     facts = Sm90KernelFacts(cluster_m=cluster_m, cluster_n=cluster_n, schedule=schedule,
@@ -49,7 +49,7 @@ def arrival_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, i
               "epilogue": int(sm90_barrier_counts(facts)["epilogue_named"]),
               "order": int(counts["order"].producer) if "order" in counts else THREADS_PER_WG}
     if theirs != mine:
-        raise ValueError(f"simulator.arrivals gives arrivals {theirs}, this kernel needs {mine} "
+        raise ValueError(f"simulator.protocol.arrivals gives arrivals {theirs}, this kernel needs {mine} "
                          f"(cluster {cluster_m}x{cluster_n}, {schedule})")
     return theirs
 
@@ -84,7 +84,7 @@ class Sm90TmaWsGemm:
         CTA's 1st, 3rd, ... tile); a math-order barrier serializes their mainloops and orders their
         epilogues, so one's epilogue overlaps the other's mainloop; thread 0 of the owner stores.
 
-    Pipelines (producer -> consumer: what a stage carries; arrival counts from simulator.arrivals):
+    Pipelines (producer -> consumer: what a stage carries; arrival counts from simulator.protocol.arrivals):
       * mainloop (PipelineTmaAsync, ``mainloop_stages``): MainloopLoad -> the consumer(s) of the tile:
         one K-block, A[tile_m, tile_k] + B[tile_n, tile_k]. Full barrier: 1 arrival
         (arrive.expect_tx) + the bytes of both loads; empty barrier: one arrival per consumer warp

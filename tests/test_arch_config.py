@@ -6,17 +6,13 @@ import dataclasses
 
 import pytest
 
-from simulator.arch import ArchSpec, get_arch
-from simulator.config import (
-    ConfigError,
-    Sm90GemmConfig,
-    Sm100GemmConfig,
-    config_from_mapping,
-    dtype_bits,
-    dtype_bytes,
-    load_toml,
-)
-from simulator.constants import SOURCE_KINDS, Constant
+from simulator.errors import ConfigError
+from simulator.kernels.config_io import config_from_mapping, load_toml
+from simulator.kernels.gemm_config import dtype_bits, dtype_bytes
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.arch import ArchSpec, get_arch
+from simulator.machine.constants import SOURCE_KINDS, Constant
 
 B200 = ArchSpec.b200()
 H200 = ArchSpec.h200()

@@ -1,10 +1,12 @@
-"""Barrier arrival counts: hand-derived cases pinned (see simulator/arrivals.py for the CUTLASS lines)."""
+"""Barrier arrival counts: hand-derived cases pinned (see simulator/protocol/arrivals.py for the CUTLASS lines)."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.arrivals import (
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.protocol.arrivals import (
     BarrierCounts,
     KernelFacts,
     Sm90KernelFacts,
@@ -14,7 +16,6 @@ from simulator.arrivals import (
     sm100_arrival_table,
     sm100_barrier_counts,
 )
-from simulator.config import Sm90GemmConfig, Sm100GemmConfig
 
 
 def test_clc_consumers():

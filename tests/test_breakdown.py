@@ -1,4 +1,4 @@
-"""Busy / wait / idle breakdown per role, lanes and selection helpers (simulator/breakdown.py)."""
+"""Busy / wait / idle breakdown per role, lanes and selection helpers (simulator/views/breakdown.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from trace_fixtures import make_sm90_trace, make_sm100_trace
 
-from simulator.breakdown import (
+from simulator.engine.trace import COLUMNS, Trace
+from simulator.views.breakdown import (
     ROLE_ORDER,
     SelectionError,
     assign_lanes,
@@ -19,7 +20,6 @@ from simulator.breakdown import (
     role_tracks,
     sorted_roles,
 )
-from simulator.trace import COLUMNS, Trace
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from simulator.cli import main
-from simulator.trace import Trace
+from simulator.engine.trace import Trace
+from simulator.views.cli import main
 
 
 def run(args, capsys):
@@ -81,7 +81,7 @@ def test_bad_input_is_one_clear_line(args, needle, capsys):
 
 
 def test_console_script_runs():
-    p = subprocess.run([sys.executable, "-m", "simulator.cli", "simulate", "--m", "256", "--n", "256", "--k", "128"],
+    p = subprocess.run([sys.executable, "-m", "simulator.views.cli", "simulate", "--m", "256", "--n", "256", "--k", "128"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "predicted time" in p.stdout

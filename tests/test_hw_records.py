@@ -39,12 +39,13 @@ def test_swizzle_walks_strips_along_major():
 @pytest.mark.parametrize("cluster", [(1, 1), (2, 1), (1, 2)])
 @pytest.mark.parametrize("raster,swizzle", [("heuristic", 1), ("m", 4), ("n", 2), ("heuristic", 8)])
 def test_tile_order_matches_the_sm90_model(shape, cluster, raster, swizzle):
-    """The kernel's static scheduler and simulator.scheduler.TileRaster(kind="static") agree."""
-    sched = pytest.importorskip("simulator.scheduler")
-    config = pytest.importorskip("simulator.config")
+    """The kernel's static scheduler and simulator.kernels.scheduler.TileRaster(kind="static") agree."""
+    from simulator.kernels import scheduler as sched
+    from simulator.kernels.sm90_config import Sm90GemmConfig
+
     m, n = shape
     try:
-        cfg = config.Sm90GemmConfig(m=m, n=n, k=512, tile_m=128, tile_n=256, cluster_m=cluster[0],
+        cfg = Sm90GemmConfig(m=m, n=n, k=512, tile_m=128, tile_n=256, cluster_m=cluster[0],
                                     cluster_n=cluster[1], raster=raster, swizzle=swizzle)
         tr = sched.TileRaster(cfg, kind="static")
     except Exception as e:  # the model's config rules may reject a combination the kernel runs

@@ -1,6 +1,6 @@
 """The SM100 CuTe-DSL kernel (hw_kernels/sm100_gemm.py) compiles for sm_100a on a CPU, its PTX holds
 the Blackwell instructions the SimPy model assumes, and its barriers are initialised with the counts
-of ``simulator.arrivals``. Marker ``dsl``: skipped without nvidia-cutlass-dsl and torch. The kernel is
+of ``simulator.protocol.arrivals``. Marker ``dsl``: skipped without nvidia-cutlass-dsl and torch. The kernel is
 never run (no Blackwell GPU): this is all the verification it gets."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ pytest.importorskip("torch", reason="torch is not installed")
 
 from hw_kernels.sm100_gemm import Sm100TmaWsGemm  # noqa: E402
 from hw_kernels.sm100_host import compile_sm100  # noqa: E402
-from simulator.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts  # noqa: E402
-from simulator.config import ConfigError, Sm100GemmConfig  # noqa: E402
+from simulator.errors import ConfigError  # noqa: E402
+from simulator.kernels.sm100_config import Sm100GemmConfig  # noqa: E402
+from simulator.protocol.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts  # noqa: E402
 
 # The seed's default (2-SM 256x256 MMA tile, cluster 2x1) and a 1-SM kernel whose cluster multicasts A and B.
 DEFAULT = Sm100GemmConfig()

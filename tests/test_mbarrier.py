@@ -3,7 +3,7 @@
 import pytest
 import simpy
 
-from simulator.mbarrier import ClusterBarrier, MBarrier, NamedBarrier, call_at
+from simulator.protocol.mbarrier import ClusterBarrier, MBarrier, NamedBarrier, call_at
 
 
 def test_fresh_barrier_parity():

@@ -1,4 +1,4 @@
-"""Chrome/Perfetto JSON export (simulator/perfetto.py)."""
+"""Chrome/Perfetto JSON export (simulator/views/perfetto.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from collections import Counter
 import pytest
 from trace_fixtures import make_sm90_trace, make_sm100_trace
 
-from simulator.breakdown import SelectionError
-from simulator.perfetto import (
+from simulator.engine.trace import COLUMNS, Trace
+from simulator.views.breakdown import SelectionError
+from simulator.views.perfetto import (
     DEVICE_PID,
     event_name,
     merge_perfetto,
@@ -18,7 +19,6 @@ from simulator.perfetto import (
     validate_chrome_trace,
     write_perfetto,
 )
-from simulator.trace import COLUMNS, Trace
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 import simpy
 
-from simulator.pipeline import (
+from simulator.protocol.pipeline import (
     OrderedSequenceBarrier,
     PipelineAsync,
     PipelineCLCFetchAsync,
@@ -189,7 +189,7 @@ def test_ordered_sequence_barrier():
 def test_tma_umma_commit_multicast_reaches_remote_ctas_later():
     """umma_arrive_multicast: the committing CTA's own empty barrier at once, the peers' after
     the remote (DSMEM) latency, in one multicast."""
-    from simulator.pipeline import PipelineTmaUmmaAsync
+    from simulator.protocol.pipeline import PipelineTmaUmmaAsync
 
     env = simpy.Environment()
     params = PipelineParams("mainloop", 2, 1, 2, transaction_bytes=64)

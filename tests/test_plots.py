@@ -1,4 +1,4 @@
-"""Plots (simulator/plots.py) and the ``wsim plot`` command (simulator/plot_cli.py)."""
+"""Plots (simulator/views/plots.py) and the ``wsim plot`` command (simulator/views/plot_cli.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from matplotlib.colors import to_rgba
 from trace_fixtures import make_sm90_trace, make_sm100_trace
 
-from simulator import plots
-from simulator.breakdown import SelectionError
-from simulator.plot_cli import main as plot_main
-from simulator.plot_cli import parse_sm_list, parse_window
+from simulator.views import plots
+from simulator.views.breakdown import SelectionError
+from simulator.views.plot_cli import main as plot_main
+from simulator.views.plot_cli import parse_sm_list, parse_window
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.arch import ArchSpec
-from simulator.config import Sm90GemmConfig, Sm100GemmConfig
-from simulator.scheduler import (
+from simulator.kernels.scheduler import (
     INVALID,
     ClcHardware,
     ClcTileScheduler,
@@ -26,6 +24,9 @@ from simulator.scheduler import (
     static_grid_clusters,
     tile_sequence,
 )
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.arch import ArchSpec
 
 B200 = ArchSpec.b200()
 H200 = ArchSpec.h200()

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from simulator.config import ConfigError, Sm100GemmConfig
 from simulator.engine import simulate
-from simulator.knobs import ProtocolKnobs
+from simulator.errors import ConfigError
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.protocol.knobs import ProtocolKnobs
 
 TINY = dict(m=128, n=64, k=192, mma_tile_m=128, mma_tile_n=64, use_2sm=False, cluster_m=1, cluster_n=1,
             mainloop_stages=2)
@@ -211,7 +212,7 @@ def test_clc_throttle_limits_queries_in_flight():
 def test_clc_runs_use_the_clc_tile_mapping():
     """Each resident cluster's first tile is the one CUTLASS's CLC scheduler maps its launch id to
     (the static scheduler's swizzle maps some of them elsewhere)."""
-    from simulator.scheduler import TileRaster, cta_tile_coord
+    from simulator.kernels.scheduler import TileRaster, cta_tile_coord
 
     cfg = Sm100GemmConfig(m=3072, n=3072, k=128, swizzle=8)
     r = simulate(cfg, trace=True)

@@ -5,11 +5,11 @@ import os
 import numpy as np
 import pytest
 
-from simulator.arch import ArchSpec
-from simulator.arrivals import Sm90KernelFacts, sm90_arrival_counts
-from simulator.config import Sm90GemmConfig
 from simulator.engine import simulate
+from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm90_tma_ws import MODULE_CONSTANTS, Sm90Timing
+from simulator.machine.arch import ArchSpec
+from simulator.protocol.arrivals import Sm90KernelFacts, sm90_arrival_counts
 
 H200 = ArchSpec.h200()
 

@@ -1,7 +1,7 @@
 """The SM90 model's barrier protocol: pinned event orders, the ping-pong order barrier, deadlocks.
 
 The tiny cases run on a pinned arch (round-number constants, one SM) so that the pinned times do not
-move when a datasheet constant in ``simulator/arch.py`` is refined. How the first times come about
+move when a datasheet constant in ``simulator/machine/arch.py`` is refined. How the first times come about
 (cooperative case): the K-block 0 loads of A (16 KB) and B (32 KB) take 8 + 16 cycles of the
 2048 B/cycle HBM channel plus 400 (HBM) + 100 (TMA) latency -> 524; the consumers wake 10 cycles
 later; one warpgroup's K-block is 4 wgmma m64n256k16 of 128 cycles = 512 on the shared tensor core,
@@ -13,11 +13,12 @@ takes its batch; the producer gets stage 0 back when both consumers have seen ba
 import numpy as np
 import pytest
 
-from simulator.arch import ArchSpec
-from simulator.config import ConfigError, Sm90GemmConfig
 from simulator.engine import simulate
+from simulator.errors import ConfigError
+from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm90_tma_ws import NAMED_BARRIER_SYNC, MathWarpGroupOrderBarrier
-from simulator.knobs import ProtocolKnobs
+from simulator.machine.arch import ArchSpec
+from simulator.protocol.knobs import ProtocolKnobs
 
 PINNED = ArchSpec.h200().with_overrides({
     "sm_count": 1, "clock_ghz": 2.0, "hbm_bytes_per_s": 2048 * 2e9, "hbm_latency_cycles": 400,

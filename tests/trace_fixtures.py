@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from simulator.trace import Trace
+from simulator.engine.trace import Trace
 
 CLOCK_GHZ = 2.0
 PROLOGUE = 50
@@ -188,8 +188,8 @@ def simulated(m: int = 512, n: int = 512, k: int = 256, **cfg):
     key = (m, n, k, tuple(sorted(cfg.items())))
     if key not in _SIM_CACHE:
         engine = pytest.importorskip("simulator.engine")
-        from simulator.arch import ArchSpec
-        from simulator.config import Sm100GemmConfig
+        from simulator.kernels.sm100_config import Sm100GemmConfig
+        from simulator.machine.arch import ArchSpec
 
         _SIM_CACHE[key] = engine.simulate(Sm100GemmConfig(m=m, n=n, k=k, **cfg), ArchSpec.b200(), trace=True)
     return _SIM_CACHE[key]

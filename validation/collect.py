@@ -146,7 +146,7 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
 
 #: The configuration the benchmark calls "tuned": cluster 2x1, max swizzle 4, heuristic raster.
 TUNED = KernelConfig(cluster_m=2, swizzle=4)
-#: Mirrors simulator.config.Sm90GemmConfig's defaults (cluster 2x1, heuristic raster, swizzle 1).
+#: Mirrors simulator.kernels.sm90_config.Sm90GemmConfig's defaults (cluster 2x1, heuristic raster, swizzle 1).
 DEFAULT = KernelConfig()
 #: Ping-pong: each consumer warpgroup owns a 128x128 tile, mainloops and epilogues alternate.
 PINGPONG = KernelConfig(schedule="pingpong", tile_n=128, cluster_m=2, swizzle=4)

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.arch import ArchSpec
-from simulator.breakdown import role_breakdown
-from simulator.config import ConfigError, Sm90GemmConfig
-from simulator.trace import Trace, TraceFormatError
+from simulator.engine.trace import Trace, TraceFormatError
+from simulator.errors import ConfigError
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.machine.arch import ArchSpec
+from simulator.views.breakdown import role_breakdown
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_GLOB = "measured_*trace-kblock*.npz"
@@ -242,7 +243,7 @@ def run_validate(args) -> int:
     else:
         print(format_comparison(c))
     if args.plot:
-        from simulator.plots import plot_compare
+        from simulator.views.plots import plot_compare
         plot_compare(c.sim_trace, with_simulated_sm_numbers(c.measured_trace), labels=("simulated", "measured"),
                      sms=[int(s) for s in args.sms.split(",")] if args.sms else None, path=args.plot)
         print(f"wrote {args.plot}")

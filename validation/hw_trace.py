@@ -1,4 +1,4 @@
-"""Turn the hardware kernel's record buffer into the shared trace format (simulator.trace.Trace).
+"""Turn the hardware kernel's record buffer into the shared trace format (simulator.engine.trace.Trace).
 
 Input: the int32 buffer the kernel wrote (hw_kernels/records.py) plus its run metadata (config,
 problem, slice capacity, CTAs). Output: a Trace with ``meta["source"] = "measured"`` whose spans use
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from hw_kernels import records as R
-from simulator.trace import Trace
+from simulator.engine.trace import Trace
 
 
 def _u32(x) -> np.ndarray:

@@ -33,12 +33,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from simulator.config import ConfigError, Sm90GemmConfig, Sm100GemmConfig, log_swizzle_size
+from simulator.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simulator.arch import ArchSpec
+    from simulator.kernels.sm90_config import Sm90GemmConfig
+    from simulator.kernels.sm100_config import Sm100GemmConfig
+    from simulator.machine.arch import ArchSpec
 
-GemmConfig = Sm100GemmConfig | Sm90GemmConfig
+    GemmConfig = Sm100GemmConfig | Sm90GemmConfig
 
 #: largest gridDim.y (tile_scheduler_params.h PersistentTileSchedulerSm100Params::initialize_swizzle)
 GRID_Y_LIMIT = (1 << 16) - 1
@@ -62,6 +64,18 @@ class WorkTileInfo:
 
 
 INVALID = WorkTileInfo(-1, -1, -1, False)
+
+
+def log_swizzle_size(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:
+    """tile_scheduler_params.h ``get_log_swizzle_size`` (tiles counted in CTAs / MMA tiles)."""
+    min_dim = min(tiles_m, tiles_n)
+    if max_swizzle >= 8 and min_dim >= 6:
+        return 3
+    if max_swizzle >= 4 and min_dim >= 3:
+        return 2
+    if max_swizzle >= 2 and min_dim >= 2:
+        return 1
+    return 0
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -88,7 +102,7 @@ def problem_ctas(cfg: GemmConfig) -> tuple[int, int, int]:
 
 
 def _uses_clc(cfg: GemmConfig) -> bool:
-    return isinstance(cfg, Sm100GemmConfig) and cfg.tile_scheduler == "clc"
+    return cfg.arch_name == "sm100" and cfg.tile_scheduler == "clc"
 
 
 def raster_for(cfg: GemmConfig) -> str:
@@ -218,7 +232,7 @@ class TileRaster:
 
 def _raster_for_kind(cfg: GemmConfig, kind: str) -> str:
     """raster_for, as if cfg used scheduler ``kind`` (SM100 configs can run either)."""
-    if isinstance(cfg, Sm100GemmConfig) and cfg.tile_scheduler != kind:
+    if cfg.arch_name == "sm100" and cfg.tile_scheduler != kind:
         return raster_for(replace(cfg, tile_scheduler=kind))
     return raster_for(cfg)
 

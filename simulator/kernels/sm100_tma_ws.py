@@ -43,7 +43,7 @@ Steady state per role:
   .consumer_release after the last TMEM load`` per tile.
 * Sched: ``throttle.consumer_wait+release; clc.producer_acquire -> try_cancel; fetch_next_work``.
 
-Time is in SM cycles. Every constant comes from :class:`simulator.arch.ArchSpec` and is listed by
+Time is in SM cycles. Every constant comes from :class:`simulator.machine.arch.ArchSpec` and is listed by
 :meth:`Sm100Timing.constants_used`.
 """
 
@@ -53,13 +53,22 @@ from dataclasses import dataclass
 
 import simpy
 
-from simulator.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
-from simulator.deadlock import barrier_stage
 from simulator.kernels.common import NUM_THREADS_PER_WARP, Cluster, ConfigSnapshot, RoleBase, RunStats
-from simulator.knobs import ProtocolKnobs
-from simulator.mbarrier import ClusterBarrier, NamedBarrier, call_at
-from simulator.memory import MemorySystem
-from simulator.pipeline import (
+from simulator.kernels.scheduler import (
+    ClcHardware,
+    TileRaster,
+    WorkTileInfo,
+    cta_tile_coord,
+    max_resident_clusters,
+    mma_tile_in_problem,
+    static_grid_clusters,
+)
+from simulator.machine.memory import MemorySystem
+from simulator.protocol.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
+from simulator.protocol.deadlock import barrier_stage
+from simulator.protocol.knobs import ProtocolKnobs
+from simulator.protocol.mbarrier import ClusterBarrier, NamedBarrier, call_at
+from simulator.protocol.pipeline import (
     OrderedSequenceBarrier,
     PipelineAsync,
     PipelineCLCFetchAsync,
@@ -69,15 +78,6 @@ from simulator.pipeline import (
     PipelineTransactionAsync,
     PipelineUmmaAsync,
     make_producer_start_state,
-)
-from simulator.scheduler import (
-    ClcHardware,
-    TileRaster,
-    WorkTileInfo,
-    cta_tile_coord,
-    max_resident_clusters,
-    mma_tile_in_problem,
-    static_grid_clusters,
 )
 
 CLC_RESPONSE_BYTES = 16  # sizeof(CLCResponse): the try_cancel response is 16 bytes

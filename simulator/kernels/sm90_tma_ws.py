@@ -76,20 +76,20 @@ completion: tensor-core time, not a protocol stall), ``epilogue.barrier`` (named
 Differences from CUTLASS C++ (the model follows the hardware twin):
 
 * mainloop empty arrival counts use the CuTe-DSL convention (one arrival per consumer warp per
-  destination CTA, :func:`simulator.arrivals.sm90_arrival_counts` default); C++ arrives once per
+  destination CTA, :func:`simulator.protocol.arrivals.sm90_arrival_counts` default); C++ arrives once per
   warpgroup per destination (all 128 threads for a 1-CTA cluster). Timing is the same.
 * epilogue: one named barrier per subtile with the store thread's ``wait_group.read(store_stages-2)``
   before it (the twin); C++ syncs twice per subtile and waits ``StagesD-1`` before writing SMEM.
 * with C and D of the same type, C++ reuses C's SMEM for D and releases a C stage only after the
   store that reads it; the model releases it after C is read into registers (no such twin yet).
-* the scheduler is CUTLASS's (:class:`simulator.scheduler.TileRaster`, raster + swizzle), which the
+* the scheduler is CUTLASS's (:class:`simulator.kernels.scheduler.TileRaster`, raster + swizzle), which the
   twin follows too (``hw_kernels/schedule.py``; ``wsim validate`` checks the measured tile order).
 * a warpgroup's wgmma issue stalls until the tensor core takes its batch (busy time, not a wait):
   the measured traces show the consumers issuing, not parked in ``wgmma.wait_group``.
 * at exit the store thread waits until its stores are *written* (the twin's ``wait_group 0``), so a
   memory-bound run's makespan includes the last write.
 
-Every constant comes from :class:`simulator.arch.ArchSpec` or is a module-level :class:`Constant`
+Every constant comes from :class:`simulator.machine.arch.ArchSpec` or is a module-level :class:`Constant`
 below, and is listed by :meth:`Sm90Timing.constants_used` / ``timing.notes``.
 """
 
@@ -99,33 +99,33 @@ from dataclasses import dataclass
 
 import simpy
 
-from simulator.arrivals import (
+from simulator.kernels.common import Cluster, RoleBase, RunStats
+from simulator.kernels.scheduler import (
+    TileRaster,
+    WorkTileInfo,
+    cta_tile_coord,
+    mma_tile_in_problem,
+    static_grid_clusters,
+)
+from simulator.machine.constants import Constant
+from simulator.machine.memory import MemorySystem
+from simulator.protocol.arrivals import (
     NUM_THREADS_PER_WARP,
     NUM_THREADS_PER_WARPGROUP,
     Sm90KernelFacts,
     sm90_arrival_counts,
     sm90_barrier_counts,
 )
-from simulator.constants import Constant
-from simulator.deadlock import barrier_stage
-from simulator.kernels.common import Cluster, RoleBase, RunStats
-from simulator.knobs import ProtocolKnobs
-from simulator.mbarrier import MBarrier, NamedBarrier, call_at
-from simulator.memory import MemorySystem
-from simulator.pipeline import (
+from simulator.protocol.deadlock import barrier_stage
+from simulator.protocol.knobs import ProtocolKnobs
+from simulator.protocol.mbarrier import MBarrier, NamedBarrier, call_at
+from simulator.protocol.pipeline import (
     OrderedSequenceBarrier,
     PipelineAsync,
     PipelineParams,
     PipelineState,
     PipelineTmaAsync,
     make_producer_start_state,
-)
-from simulator.scheduler import (
-    TileRaster,
-    WorkTileInfo,
-    cta_tile_coord,
-    mma_tile_in_problem,
-    static_grid_clusters,
 )
 
 #: The pipelines of this kernel that protocol knobs may change (arrival counts, start phase, releases).

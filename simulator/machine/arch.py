@@ -1,7 +1,7 @@
 """Architecture specs: the per-chip numbers the model turns work into time with.
 
 Every field of :class:`ArchSpec` except ``name`` and ``sm_version`` is a
-:class:`~simulator.constants.Constant` carrying its unit and its source. Two chips are described:
+:class:`~simulator.machine.constants.Constant` carrying its unit and its source. Two chips are described:
 
 - ``ArchSpec.b200()`` -- Blackwell B200 (SM100): the chip the seed kernel targets. Nobody here has
   one; its numbers are published microbenchmarks, datasheet values, CUTLASS constants, or
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from simulator.config import ConfigError
-from simulator.constants import Constant
+from simulator.errors import ConfigError
+from simulator.machine.constants import Constant
 
 # Short names of the documents cited below.
 _SEMI = "SemiAnalysis microbench-blackwell"

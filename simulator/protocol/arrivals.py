@@ -61,7 +61,7 @@ class KernelFacts:
 
     @classmethod
     def from_config(cls, cfg: Any) -> KernelFacts:
-        """From a :class:`simulator.config.Sm100GemmConfig` (duck-typed: no import needed)."""
+        """From a :class:`simulator.kernels.sm100_config.Sm100GemmConfig` (duck-typed: no import needed)."""
         return cls(cluster_m=cfg.cluster_m, cluster_n=cfg.cluster_n, use_2sm=cfg.use_2sm, read_c=cfg.read_c,
                    overlapping_accum=getattr(cfg, "overlapping_accum", False))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from simulator.config import ConfigError
+from simulator.errors import ConfigError
 
 #: Pipelines whose arrival counts, start phases and releases can be changed.
 PIPELINES = ("mainloop", "accumulator", "clc", "clc_throttle", "epi_load")

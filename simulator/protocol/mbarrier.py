@@ -18,7 +18,7 @@ The model adds two things hardware does not have, both for diagnosis:
 
 * every waiter is registered with *who* waits, since when and for which parity, so that a run
   whose event queue empties while roles still wait can be reported as a deadlock
-  (:mod:`simulator.deadlock`);
+  (:mod:`simulator.protocol.deadlock`);
 * an arrival may say which *round* (phase number) the arriver believes it is arriving for. An
   arrival that lands in a different phase is a protocol violation (an arrival count that is too
   small lets a phase complete early and the surplus spill into the next one): it is recorded in

@@ -1,4 +1,4 @@
-"""CUTLASS's producer/consumer pipelines, modelled on :class:`~simulator.mbarrier.MBarrier`.
+"""CUTLASS's producer/consumer pipelines, modelled on :class:`~simulator.protocol.mbarrier.MBarrier`.
 
 Each pipeline object belongs to one CTA and owns that CTA's ``full`` and ``empty`` barrier arrays
 (one of each per stage), like the ``SharedStorage`` of the C++ pipelines. Pipelines that signal
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from simulator.mbarrier import MBarrier, call_at
+from simulator.protocol.mbarrier import MBarrier, call_at
 
 
 class PipelineState:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simulator.trace import KINDS, Trace
+from simulator.engine.trace import KINDS, Trace
 
 #: Display order of warp roles (SM100 roles, then SM90 consumers). Unknown roles sort after these.
 ROLE_ORDER: tuple[str, ...] = ("Sched", "MainloopLoad", "MMA", "EpilogueLoad", "Epilogue",

@@ -19,10 +19,13 @@ import sys
 from dataclasses import MISSING, fields
 from typing import Any
 
-from simulator.arch import ArchSpec, get_arch
-from simulator.config import ConfigError, Sm90GemmConfig, Sm100GemmConfig, load_toml
-from simulator.knobs import ProtocolKnobs
-from simulator.trace import TraceFormatError
+from simulator.engine.trace import TraceFormatError
+from simulator.errors import ConfigError
+from simulator.kernels.config_io import load_toml
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.arch import ArchSpec, get_arch
+from simulator.protocol.knobs import ProtocolKnobs
 
 _BOOL_FIELDS = {"use_2sm", "read_c", "overlapping_accum"}
 
@@ -87,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print machine-readable results")
     s.add_argument("--trace", metavar="FILE", help="write the run in the shared trace format (.npz, or .json for Perfetto)")
     s.add_argument("--trace-sms", metavar="LIST", help="SMs to trace, e.g. 0-7,64 (default: all)")
-    from simulator.plot_cli import add_plot_parser
+    from simulator.views.plot_cli import add_plot_parser
     add_plot_parser(sub)
     try:
         from validation.compare import add_validate_parser
@@ -164,8 +167,8 @@ def resolve_inputs(args) -> tuple[Any, ArchSpec, ProtocolKnobs]:
 
 def cmd_simulate(args) -> int:
     from simulator.engine import simulate
-    from simulator.plot_cli import PlotArgError, parse_sm_list
-    from simulator.report import format_result
+    from simulator.views.plot_cli import PlotArgError, parse_sm_list
+    from simulator.views.report import format_result
 
     cfg, arch, knobs = resolve_inputs(args)
     trace_sms = None
@@ -177,9 +180,9 @@ def cmd_simulate(args) -> int:
     res = simulate(cfg, arch, knobs=knobs, trace=bool(args.trace), trace_sms=trace_sms)
     if args.trace and res.trace is not None:
         if args.trace.endswith((".json", ".json.gz")):
-            from simulator.perfetto import write_perfetto
-            from simulator.plot_cli import PERFETTO_ALL_SMS_LIMIT
-            from simulator.plots import default_sms
+            from simulator.views.perfetto import write_perfetto
+            from simulator.views.plot_cli import PERFETTO_ALL_SMS_LIMIT
+            from simulator.views.plots import default_sms
             sms = None
             if trace_sms is None and len(res.trace) > PERFETTO_ALL_SMS_LIMIT:
                 # A whole 8192^3 run is millions of Perfetto events: keep a few SMs unless asked.
@@ -209,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "simulate":
             return cmd_simulate(args)
         if args.command == "plot":
-            from simulator.plot_cli import run_plot
+            from simulator.views.plot_cli import run_plot
             return run_plot(args)
         if args.command == "validate":
             from validation.compare import run_validate

@@ -1,4 +1,4 @@
-"""Export a :class:`~simulator.trace.Trace` to Chrome trace-event JSON for ui.perfetto.dev.
+"""Export a :class:`~simulator.engine.trace.Trace` to Chrome trace-event JSON for ui.perfetto.dev.
 
 Layout (DESIGN.md, "One trace format"):
 
@@ -13,7 +13,7 @@ Layout (DESIGN.md, "One trace format"):
   ``"MMA k=3 [stage 1]"`` queued on the tensor core, TMA stores, CLC queries) on lanes such as
   ``"MainloopLoad · tma_load stage 1"``: Perfetto needs the slices of one thread to nest, and
   loads of different stages are in flight at the same time (layout:
-  :func:`simulator.breakdown.role_tracks`, shared with the Gantt plot);
+  :func:`simulator.views.breakdown.role_tracks`, shared with the Gantt plot);
 * a ``"<role> · tiles"`` thread with one slice per output tile, and instant events for
   accumulator hand-offs;
 * **counter** tracks from :meth:`Trace.counters` (``mainloop.stages_full`` per SM, ``hbm_gbps``);
@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from simulator.breakdown import (
+from simulator.engine.trace import Trace
+from simulator.views.breakdown import (
     SelectionError,
     check_sms,
     check_window,
@@ -46,7 +47,6 @@ from simulator.breakdown import (
     selection_mask,
     sorted_roles,
 )
-from simulator.trace import Trace
 
 DEVICE_PID = 1_000_000          # process holding device-wide counters (sm == -1)
 DEFAULT_MAX_EVENTS = 2_000_000  # ~500 MB of JSON: beyond this ui.perfetto.dev struggles
@@ -88,7 +88,7 @@ def to_perfetto(trace: Trace, *, sms: Sequence[int] | None = None,
 
     ``label`` prefixes process names (``"simulated: SM 0 ..."``) and ``pid_offset`` shifts pids,
     so two traces can share one file (:func:`merge_perfetto`). Spans that cross the window edges
-    are kept whole. Raises :class:`~simulator.breakdown.SelectionError` for unknown SMs, an empty
+    are kept whole. Raises :class:`~simulator.views.breakdown.SelectionError` for unknown SMs, an empty
     window, or a selection over ``max_events``.
     """
     sms_list = check_sms(trace, sms)
@@ -197,7 +197,7 @@ def to_perfetto(trace: Trace, *, sms: Sequence[int] | None = None,
             "sms": ",".join(str(s) for s in sms_list),
             "window_ns": "" if window is None else f"{window[0]:g}:{window[1]:g}",
             "clock_ghz": str(meta.get("clock_ghz", "")),
-            "generator": "wsim simulator.perfetto",
+            "generator": "wsim simulator.views.perfetto",
         },
     }
 
@@ -257,7 +257,7 @@ def merge_perfetto(*traces: tuple[Trace, str], **selection: Any) -> dict[str, An
         d = to_perfetto(tr, label=label, pid_offset=i * 10_000, **selection)
         events.extend(d["traceEvents"])
     return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"labels": ",".join(lbl for _, lbl in traces), "generator": "wsim simulator.perfetto"}}
+            "otherData": {"labels": ",".join(lbl for _, lbl in traces), "generator": "wsim simulator.views.perfetto"}}
 
 
 def write_perfetto(trace: Trace, path: str | Path, **selection: Any) -> Path:

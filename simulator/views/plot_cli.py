@@ -8,7 +8,7 @@
     wsim plot --m 4096 --n 4096 --k 4096 --what stalls
 
 Bad input (missing file, unknown SM, empty window, unknown --what) prints one line naming the
-value and exits 2. ``python -m simulator.plot_cli`` runs the same command on its own.
+value and exits 2. ``python -m simulator.views.plot_cli`` runs the same command on its own.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def parse_sm_list(text: str, option: str = "--sms") -> list[int] | None:
 
 # -- running --------------------------------------------------------------------------------
 def _load(path: str):
-    from simulator.trace import Trace
+    from simulator.engine.trace import Trace
 
     p = Path(path)
     if not p.exists():
@@ -137,8 +137,9 @@ def _simulate(args, sms: list[int] | None):
     except ImportError as e:
         raise PlotArgError(f"no trace given and the simulator is not available to make one ({e}); "
                            "pass a trace file (.npz)") from None
-    from simulator.arch import get_arch
-    from simulator.config import Sm90GemmConfig, Sm100GemmConfig
+    from simulator.kernels.sm90_config import Sm90GemmConfig
+    from simulator.kernels.sm100_config import Sm100GemmConfig
+    from simulator.machine.arch import get_arch
 
     arch = get_arch(args.arch or "b200")
     cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
@@ -184,8 +185,8 @@ def _labels(args, paths: list[str], traces: list) -> tuple[str, str]:
 
 def run_plot(args) -> int:
     """Run ``wsim plot`` with parsed ``args``; returns the exit code (2 on bad input)."""
-    from simulator.breakdown import SelectionError
-    from simulator.trace import TraceFormatError
+    from simulator.engine.trace import TraceFormatError
+    from simulator.views.breakdown import SelectionError
 
     try:
         return _run(args)
@@ -201,9 +202,9 @@ def run_plot(args) -> int:
 
 
 def _run(args) -> int:
-    from simulator import plots
-    from simulator.breakdown import check_sms, role_breakdown, trace_extent
-    from simulator.perfetto import to_perfetto, write_json
+    from simulator.views import plots
+    from simulator.views.breakdown import check_sms, role_breakdown, trace_extent
+    from simulator.views.perfetto import to_perfetto, write_json
 
     what = args.what
     if what is not None and what not in WHATS:

@@ -1,6 +1,6 @@
 """Pictures of a schedule: Gantt timelines, stage occupancy, stall breakdowns, comparisons.
 
-Every function takes a :class:`~simulator.trace.Trace` (simulated or measured: same format),
+Every function takes a :class:`~simulator.engine.trace.Trace` (simulated or measured: same format),
 returns the matplotlib ``Figure`` and saves it when given ``path`` (``.png``, ``.svg``, ``.pdf``).
 The Agg backend is used and nothing is shown on screen.
 
@@ -28,7 +28,8 @@ from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from simulator.breakdown import (  # noqa: E402
+from simulator.engine.trace import Trace  # noqa: E402
+from simulator.views.breakdown import (  # noqa: E402
     MARKER_KINDS,
     Breakdown,
     SelectionError,
@@ -42,7 +43,6 @@ from simulator.breakdown import (  # noqa: E402
     trace_extent,
     trace_sms,
 )
-from simulator.trace import Trace  # noqa: E402
 
 # -- style ----------------------------------------------------------------------------------
 KIND_COLORS: dict[str, str] = {
@@ -682,7 +682,7 @@ def plot_stall_breakdown(trace: Trace | Breakdown, *, sms: Sequence[int] | None 
     union of its activity spans): the MMA warp may wait on ``mainloop.full`` while the tensor core
     still runs the K-blocks it issued.
 
-    Default: every SM in the trace, the whole run (see :func:`simulator.breakdown.role_breakdown`
+    Default: every SM in the trace, the whole run (see :func:`simulator.views.breakdown.role_breakdown`
     for the definitions).
     """
     bd = trace if isinstance(trace, Breakdown) else role_breakdown(trace, sms=sms, window_ns=window_ns,

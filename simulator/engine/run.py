@@ -16,13 +16,15 @@ from typing import Any
 
 import simpy
 
-from simulator.arch import ArchSpec
-from simulator.config import ConfigError, Sm90GemmConfig, Sm100GemmConfig
-from simulator.constants import Constant
-from simulator.deadlock import DeadlockReport, analyze, barrier_kind
-from simulator.knobs import ProtocolKnobs
-from simulator.memory import MemorySystem, MemoryTiming
-from simulator.trace import Trace
+from simulator.engine.trace import Trace
+from simulator.errors import ConfigError
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.arch import ArchSpec
+from simulator.machine.constants import Constant
+from simulator.machine.memory import MemorySystem, MemoryTiming
+from simulator.protocol.deadlock import DeadlockReport, analyze, barrier_kind
+from simulator.protocol.knobs import ProtocolKnobs
 
 #: Width of the bins HBM traffic is counted in for the bandwidth counter track (cycles).
 HBM_COUNTER_BIN_CYCLES = 2000.0

@@ -1,0 +1,8 @@
+"""The errors the simulator raises for bad input: the lowest layer, imported by every other one."""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A configuration CUTLASS (or the hardware) would reject, or an input that breaks a rule:
+    the message names the field, the value and the rule, like CUTLASS's can_implement traces."""

@@ -1,0 +1,1 @@
+"""The machine: sourced arch constants (``arch``, ``constants``) and the memory system (``memory``)."""

@@ -1,0 +1,1 @@
+"""The barrier protocol: mbarriers, CUTLASS pipelines, arrival counts, protocol knobs, deadlock analysis."""

@@ -1,0 +1,1 @@
+"""What a user sees: reports, the CLI, traces as Perfetto JSON, plots and stall breakdowns."""
