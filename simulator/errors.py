@@ -6,3 +6,8 @@ from __future__ import annotations
 class ConfigError(ValueError):
     """A configuration CUTLASS (or the hardware) would reject, or an input that breaks a rule:
     the message names the field, the value and the rule, like CUTLASS's can_implement traces."""
+
+
+class SimulationLimitError(RuntimeError):
+    """A run that would exceed (or did exceed) its event budget (``max_events``): stopped with a
+    message that says how big the run is and how to allow it, instead of running for hours."""

@@ -17,7 +17,7 @@ from typing import Any
 import simpy
 
 from simulator.engine.trace import Trace
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, SimulationLimitError
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec
@@ -77,6 +77,8 @@ class SimResult:
     wall_s: float
     trace: Trace | None = None
     meta: dict = field(default_factory=dict)
+    engine: str = "reference"         # the engine that ran: "fast" or "reference"
+    engine_note: str = ""             # why the asked-for engine did not run, if it did not
 
     @property
     def ok(self) -> bool:
@@ -128,6 +130,8 @@ class SimResult:
             "timing_notes": list(self.timing_notes),
             "events": self.events,
             "wall_s": self.wall_s,
+            "engine": self.engine,
+            "engine_note": self.engine_note,
         }
 
 
@@ -153,9 +157,12 @@ class FastEnvironment(simpy.Environment):
     and exception-handler set-up of ``step()``, and counts the events it processes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_events: int | None = None, progress=None, progress_every: int = 1 << 16) -> None:
         super().__init__()
         self.events_processed = 0
+        self.max_events = max_events
+        self.progress = progress          # called every ``progress_every`` events (no argument)
+        self.progress_every = progress_every
 
     def run(self, until=None):  # noqa: D401 - same contract as simpy.Environment.run
         if until is not None:
@@ -163,9 +170,21 @@ class FastEnvironment(simpy.Environment):
         queue = self._queue
         pop = heappop
         n = 0
+        limit = self.max_events
+        every = self.progress_every if (self.progress is not None or limit is not None) else 0
+        next_check = every if every else -1
         while queue:
             self._now, _, _, event = pop(queue)
             n += 1
+            if n == next_check:
+                next_check += every
+                if limit is not None and n > limit:
+                    self.events_processed += n
+                    raise SimulationLimitError(
+                        f"max_events={limit}: the run processed more events than allowed and was stopped "
+                        f"at cycle {self._now:,.0f} (raise --max-events, or simulate a smaller problem)")
+                if self.progress is not None:
+                    self.progress()
             callbacks, event.callbacks = event.callbacks, None
             for callback in callbacks:
                 callback(event)
@@ -178,15 +197,46 @@ class FastEnvironment(simpy.Environment):
         return None
 
 
+#: Default event budget of one run (``simulate(max_events=...)``, ``wsim simulate --max-events``).
+DEFAULT_MAX_EVENTS = 50_000_000
+
+
+def estimate_events(cfg) -> int:
+    """A rough count (within ~2x) of the events simulating resolved ``cfg`` takes, before running it.
+
+    Counted per CTA K-block (loader and MMA/consumer wake-ups), per epilogue subtile and per CTA;
+    the factors were read off runs of both kernels (2048-8192 problems). Used to refuse runs that
+    would exceed ``max_events`` before they start, and to size progress reports.
+    """
+    tiles = cfg.tiles_m * cfg.tiles_n * cfg.l
+    cta_tiles = tiles * cfg.atom_thr_m
+    cta_kblocks = cta_tiles * cfg.k_tiles
+    if cfg.arch_name == "sm90":
+        consumers = 2 if cfg.schedule == "cooperative" else 1
+        return int((2 + 2 * consumers) * cta_kblocks + 4 * cta_tiles * cfg.epi_subtiles + 50 * cta_tiles)
+    return int(2 * cta_kblocks + 3 * cta_tiles * cfg.epi_subtiles + 50 * cta_tiles)
+
+
 def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | None = None,
              trace: bool = False, trace_sms=None, count_events: bool = False,
-             allow_protocol_experiments: bool = False) -> SimResult:
+             allow_protocol_experiments: bool = False, engine: str = "reference",
+             max_events: int | None = DEFAULT_MAX_EVENTS, progress=None) -> SimResult:
     """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
 
     ``allow_protocol_experiments`` (implied by non-default ``knobs``) relaxes the ``can_implement``
     rules that protect the protocol rather than the hardware (e.g. CUTLASS's ``Stages >= 2``), so
     that "what if" questions can be simulated; hardware limits (SMEM, TMEM, cluster size) still hold.
+
+    ``max_events`` (None: unlimited) refuses a run whose :func:`estimate_events` exceeds it and stops
+    one that processes more, with :class:`~simulator.errors.SimulationLimitError`. ``progress``, if
+    given, is called now and then with the fraction of output tiles finished (0..1).
+    ``engine``: "reference" (SimPy); the fast engine is chosen with "fast" once it exists.
     """
+    if engine not in ("reference", "fast"):
+        raise ConfigError(f"engine={engine!r}: unknown; valid: fast, reference")
+    engine_note = ""
+    if engine == "fast":  # placeholder until the fast engine lands (issue 9)
+        engine, engine_note = "reference", "the fast engine is not available yet: ran the reference engine"
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     arch = arch if arch is not None else default_arch_for(cfg)
     if isinstance(cfg, Sm100GemmConfig) and arch.sm_version != 100:
@@ -198,8 +248,17 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     cfg = cfg.resolved(arch)
     cfg.can_implement(arch, allow_protocol_experiments=allow_protocol_experiments or not knobs.is_default)
     kernel_cls = _kernel_class(cfg)
+    if max_events is not None:
+        if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 1:
+            raise ConfigError(f"max_events={max_events!r}: must be a positive integer (or None for no limit)")
+        est = estimate_events(cfg)
+        if est > max_events:
+            raise SimulationLimitError(
+                f"max_events={max_events:,}: this run needs about {est:,} events (estimate; "
+                f"{cfg.tiles_m * cfg.tiles_n * cfg.l:,} output tiles x {cfg.k_tiles:,} K-blocks); "
+                "raise --max-events to run it anyway, or simulate a smaller problem")
 
-    env = FastEnvironment()
+    env = FastEnvironment(max_events=max_events)
     clk = arch.clock_ghz.value
     timing = MemoryTiming(
         hbm_bytes_per_cycle=arch.hbm_bytes_per_clk,
@@ -216,6 +275,10 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
                     "config": asdict(cfg)}, clock_ghz=clk)
     t0 = time.perf_counter()
     kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms)
+    if progress is not None:
+        expected = max(1, cfg.tiles_m * cfg.tiles_n * cfg.l * cfg.atom_thr_m)
+        stats_ = kernel.stats
+        env.progress = lambda: progress(min(1.0, len(stats_.tiles_done) / expected))
     env.run()
     wall = time.perf_counter() - t0
     stats = kernel.stats
@@ -267,7 +330,7 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
         tiles_done=stats.tiles_done, tx_expected=stats.tx_expected, tx_landed=stats.tx_landed,
         clc_queries=stats.clc_queries, deadlock=deadlock, violations=violations, violation_count=vcount,
         constants=tuple(arch.constants()), timing_notes=kernel.timing.notes,
-        events=env.events_processed, wall_s=wall, trace=tr,
+        events=env.events_processed, wall_s=wall, trace=tr, engine=engine, engine_note=engine_note,
     )
 
 
