@@ -1,4 +1,4 @@
-"""The static persistent tile order of the hardware kernel, in plain Python.
+"""The tile orders of the hardware kernels, in plain Python (SM90: static persistent; SM100: CLC).
 
 The kernel computes the same integers on the GPU from four numbers the host passes per launch
 (:class:`StaticSchedule`); the SM90 model's ``simulator.kernels.scheduler.TileRaster(kind="static")`` follows
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.errors import ConfigError
 from simulator.kernels.scheduler import log_swizzle_size as _log_swizzle_size
 
 
@@ -111,3 +112,92 @@ def tile_order(m: int, n: int, tile_m: int, tile_n: int, cluster_m: int = 1, clu
             for x in range(cluster_m):
                 out[(p, x + y * cluster_m)] = [(cm * cluster_m + x, cn * cluster_n + y) for cm, cn in coords]
     return out
+
+
+# --------------------------------------------------------------------------- SM100: CLC tile order
+#: Largest gridDim.y of a launch (the transposed CLC grid falls back to AlongM beyond it).
+GRID_Y_LIMIT = (1 << 16) - 1
+
+
+@dataclass(frozen=True)
+class ClcSchedule:
+    """The SM100 kernel's tile order under cluster launch control (CLC), computed on the host.
+
+    The grid holds every cluster of the problem (CUTLASS ``PersistentTileSchedulerSm100``): ``grid_x``
+    clusters along x (launch order, fastest), ``grid_y`` along y. AlongN (``raster == "n"``) launches
+    the transposed grid (x counts N clusters). A cluster's work tile is the launch slot of its CTA 0
+    (its own, or the one of the cluster it cancelled with ``try_cancel``), swizzled in strips of
+    ``swizzle`` clusters over the largest swizzle-divisible sub-grid (residual clusters keep their
+    slot), then transposed back for AlongN: :meth:`cta_tile` is the kernel's integer arithmetic.
+    """
+
+    raster: str          # "m" or "n" (resolved)
+    log_swizzle: int     # the swizzle size is 1 << log_swizzle (1: no swizzle)
+    grid_x: int          # clusters along the launch grid's x
+    grid_y: int          # clusters along its y
+    cluster_m: int
+    cluster_n: int
+    l: int = 1  # noqa: E741 (CUTLASS's name for the batch mode)
+
+    @property
+    def swizzle(self) -> int:
+        return 1 << self.log_swizzle
+
+    @property
+    def clusters(self) -> int:
+        return self.grid_x * self.grid_y * self.l
+
+    def grid(self) -> tuple[int, int, int]:
+        """The launch grid in CTAs (each dimension a multiple of the cluster's)."""
+        return self.grid_x * self.cluster_m, self.grid_y * self.cluster_n, self.l
+
+    def kernel_args(self) -> tuple[int, int, int, int, int, int]:
+        """(raster_is_n, log_swizzle, major clusters / swizzle, first residual minor cluster, grid_x,
+        grid_y) as the kernel takes them."""
+        major_div_s = self.grid_x >> self.log_swizzle
+        first_res_minor = (self.grid_y >> self.log_swizzle) << self.log_swizzle
+        return (int(self.raster == "n"), self.log_swizzle, major_div_s, first_res_minor, self.grid_x,
+                self.grid_y)
+
+    def cta_tile(self, first_cta_x: int, first_cta_y: int, cta_x: int, cta_y: int) -> tuple[int, int]:
+        """The CTA tile (m, n) of the CTA at ``(cta_x, cta_y)`` in the cluster whose CTA 0 sits at
+        launch slot ``(first_cta_x, first_cta_y)``: the kernel's ``_swizzle_and_rasterize``, step by
+        step with the same integers (``kernel_args``)."""
+        raster_n, log_s, major_div_s, first_res_minor, _, _ = self.kernel_args()
+        major = first_cta_x // self.cluster_m
+        minor = first_cta_y // self.cluster_n
+        first_res_major = major_div_s << log_s
+        if major < first_res_major and minor < first_res_minor:
+            mask = (1 << log_s) - 1
+            major, minor = ((major >> log_s) + major_div_s * (minor & mask),
+                            (major & mask) + ((minor >> log_s) << log_s))
+        cm, cn = (minor, major) if raster_n else (major, minor)
+        return cm * self.cluster_m + cta_x, cn * self.cluster_n + cta_y
+
+
+def clc_schedule(m: int, n: int, mma_tile_m: int, mma_tile_n: int, atom_thr_m: int = 1, cluster_m: int = 1,
+                 cluster_n: int = 1, raster: str = "heuristic", swizzle: int = 1,
+                 l: int = 1) -> ClcSchedule:  # noqa: E741
+    """The CLC order of a problem (CUTLASS ``PersistentTileSchedulerSm100Params``).
+
+    CTA tiles: ``ctas_m = round_up(ceil(M / mma_tile_m) * atom_thr_m, cluster_m)``, ``ctas_n =
+    round_up(ceil(N / mma_tile_n), cluster_n)``; heuristic raster: AlongM if there are more clusters
+    along N than along M, else AlongN, unless AlongN's transposed grid would need gridDim.y >
+    65535; ``swizzle`` (1, 2, 4, 8) is used as given (no shrinking to the problem, unlike SM90).
+    """
+    if raster not in ("m", "n", "heuristic"):
+        raise ConfigError(f"raster={raster!r}: must be 'm', 'n' or 'heuristic'")
+    if swizzle not in (1, 2, 4, 8):
+        raise ConfigError(f"swizzle={swizzle}: the max swizzle size must be 1, 2, 4 or 8")
+    ctas_m = round_up(ceil_div(m, mma_tile_m) * atom_thr_m, cluster_m)
+    ctas_n = round_up(ceil_div(n, mma_tile_n), cluster_n)
+    cl_m, cl_n = ctas_m // cluster_m, ctas_n // cluster_n
+    if raster == "heuristic":
+        raster = "m" if cl_n > cl_m else "n"
+        if raster == "n" and cl_m * cluster_n > GRID_Y_LIMIT:
+            raster = "m"
+    gx, gy = (cl_m, cl_n) if raster == "m" else (cl_n, cl_m)
+    if gy * cluster_n > GRID_Y_LIMIT:
+        raise ConfigError(f"raster={raster!r}: the launch grid's y would be {gy * cluster_n} CTAs, more than "
+                          f"{GRID_Y_LIMIT} (problem {m}x{n}: use the other raster)")
+    return ClcSchedule(raster, swizzle.bit_length() - 1, gx, gy, cluster_m, cluster_n, l)

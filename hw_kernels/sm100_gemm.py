@@ -175,8 +175,13 @@ class Sm100TmaWsGemm:
 
     # ------------------------------------------------------------------------------------ host
     @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, d: cute.Tensor, stream):
-        """Build the TMA descriptors and launch one CTA per output CTA tile (CLC cancels the surplus)."""
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, d: cute.Tensor, raster_n: Int32, log_swizzle: Int32,
+                 major_div_s: Int32, first_res_minor: Int32, grid_x: Int32, grid_y: Int32, stream):
+        """Build the TMA descriptors and launch one CTA per output CTA tile (CLC cancels the surplus).
+
+        ``raster_n, log_swizzle, major_div_s, first_res_minor, grid_x, grid_y``: the problem's CLC
+        order, ``hw_kernels.schedule.clc_schedule(...).kernel_args()`` (raster and swizzle are run-time
+        arguments: one compile serves every raster and swizzle)."""
         self.ab_dtype = a.element_type
         self.d_dtype = d.element_type
         if cutlass.const_expr(a.element_type != b.element_type):
@@ -202,15 +207,14 @@ class Sm100TmaWsGemm:
             cpasync.CopyBulkTensorTileS2GOp(), d, cute.select(self.d_smem_layout_staged, mode=[0, 1]),
             self.epi_tile)
 
-        # CLC launches the whole problem (one CTA per CTA tile, rounded up to whole clusters);
-        # try_cancel then steals clusters that have not started, which makes the kernel persistent.
-        tiles_mnl = cute.ceil_div((d.shape[0], d.shape[1], d.shape[2]),
-                                  (self.cta_tile_shape_mnk[0], self.cta_tile_shape_mnk[1], 1))
-        grid = cute.round_up(tiles_mnl, (*self.cluster_mn, 1))
+        # CLC launches the whole problem (one CTA per CTA tile, rounded up to whole clusters), transposed
+        # for AlongN (seed: possibly_transpose_grid); try_cancel then steals clusters that have not
+        # started, which makes the kernel persistent.
+        grid = (grid_x * self.cluster_mn[0], grid_y * self.cluster_mn[1], d.shape[2])
 
         self.kernel(tiled_mma, tma_atom_a, tma_tensor_a, tma_atom_b, tma_tensor_b, tma_atom_d, tma_tensor_d,
                     self.cluster_layout_vmnk, self.a_smem_layout_staged, self.b_smem_layout_staged,
-                    self.d_smem_layout_staged).launch(
+                    self.d_smem_layout_staged, raster_n, log_swizzle, major_div_s, first_res_minor).launch(
             grid=grid, block=[self.THREADS_PER_CTA, 1, 1], cluster=(*self.cluster_mn, 1), stream=stream)
 
     # ------------------------------------------------------------------------------------ device
@@ -218,8 +222,12 @@ class Sm100TmaWsGemm:
     def kernel(self, tiled_mma: cute.TiledMma, tma_atom_a: cute.CopyAtom, mA_mkl: cute.Tensor,
                tma_atom_b: cute.CopyAtom, mB_nkl: cute.Tensor, tma_atom_d: cute.CopyAtom, mD_mnl: cute.Tensor,
                cluster_layout_vmnk: cute.Layout, a_smem_layout_staged: cute.ComposedLayout,
-               b_smem_layout_staged: cute.ComposedLayout, d_smem_layout_staged: cute.ComposedLayout):
+               b_smem_layout_staged: cute.ComposedLayout, d_smem_layout_staged: cute.ComposedLayout,
+               raster_n: Int32, log_swizzle: Int32, major_div_s: Int32, first_res_minor: Int32):
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        # The problem's CLC order (hw_kernels/schedule.py ClcSchedule.kernel_args), used by every
+        # swizzle_and_rasterize.
+        order = (raster_n, log_swizzle, major_div_s, first_res_minor)
         tidx, _, _ = cute.arch.thread_idx()
         cta_rank_in_cluster = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
         is_first_cta_in_cluster = cta_rank_in_cluster == 0
@@ -351,7 +359,7 @@ class Sm100TmaWsGemm:
 
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster_mn)
 
-        work_tile_info = self._initial_work_tile_info()
+        work_tile_info = self._initial_work_tile_info(order)
         clc_consumer_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.scheduler_stages)
         # One 16-byte response per CLC stage; indexed as Int128 so that every slot keeps its alignment.
         clc_response = cute.recast_ptr(storage.clc_response.data_ptr(), dtype=cutlass.Int128)
@@ -384,7 +392,8 @@ class Sm100TmaWsGemm:
                               tma_bar_ptr=full_barrier, mcast_mask=b_mcast_mask)
                     mainloop.producer_commit(mainloop_producer_state)  # no-op: the TMA bytes complete it
                     mainloop_producer_state.advance()
-                work_tile_info, clc_consumer_state = self._fetch_next_work(clc, clc_consumer_state, clc_response)
+                work_tile_info, clc_consumer_state = self._fetch_next_work(clc, clc_consumer_state, clc_response,
+                                                                            order)
             # load_tail: every stage's empty barrier, so no MMA commit lands after this CTA exits.
             mainloop.producer_tail(mainloop_producer_state)
 
@@ -405,7 +414,8 @@ class Sm100TmaWsGemm:
                     cute.arch.issue_clc_query(clc.producer_get_barrier(clc_producer_state),
                                               clc_response + clc_producer_state.index)
                 clc_producer_state.advance()
-                work_tile_info, clc_consumer_state = self._fetch_next_work(clc, clc_consumer_state, clc_response)
+                work_tile_info, clc_consumer_state = self._fetch_next_work(clc, clc_consumer_state, clc_response,
+                                                                            order)
             clc.producer_tail(clc_producer_state)
 
         # ================================================================ MMA (warp 0)
@@ -428,7 +438,7 @@ class Sm100TmaWsGemm:
             while work_tile_info.is_valid_tile:
                 # seed order: fetch the next tile first, then compute this one.
                 next_work_tile_info, clc_consumer_state = self._fetch_next_work(clc, clc_consumer_state,
-                                                                                clc_response)
+                                                                                clc_response, order)
                 if is_mma_leader_cta:
                     accumulator.producer_acquire(acc_producer_state)
                     # (MMA, MMA_M, MMA_N)
@@ -515,7 +525,7 @@ class Sm100TmaWsGemm:
             store_count = Int32(0)
             while work_tile_info.is_valid_tile:
                 next_work_tile_info, clc_consumer_state = self._fetch_next_work(clc, clc_consumer_state,
-                                                                                clc_response)
+                                                                                clc_response, order)
                 mma_m, mma_n, mma_l = self._mma_tile_coord(work_tile_info)
                 # (T2R, T2R_M, T2R_N, EPI_SUBTILE)
                 tTR_tAcc_tile = cute.group_modes(
@@ -553,18 +563,46 @@ class Sm100TmaWsGemm:
 
     # ------------------------------------------------------------------------------------ helpers
     @cute.jit
-    def _initial_work_tile_info(self) -> WorkTileInfo:
+    def _initial_work_tile_info(self, order) -> WorkTileInfo:
         """The tile of this CTA's own launch slot (seed ``initial_work_tile_info``)."""
         bidx, bidy, bidz = cute.arch.block_idx()
-        return WorkTileInfo((bidx, bidy, bidz), cutlass.Boolean(True))
+        cta_x, cta_y, _ = cute.arch.block_in_cluster_idx()
+        return self._swizzle_and_rasterize(bidx - cta_x, bidy - cta_y, bidz, cutlass.Boolean(True), order)
+
+    @cute.jit
+    def _swizzle_and_rasterize(self, first_x: Int32, first_y: Int32, l_idx: Int32, valid, order) -> WorkTileInfo:
+        """seed ``swizzle_and_rasterize``: launch slot of a cluster's CTA 0 -> this CTA's tile.
+
+        In clusters: swizzle in strips of ``1 << log_swizzle`` over the largest swizzle-divisible
+        sub-grid (residual clusters keep their slot), transpose for AlongN, then add this CTA's place
+        in the cluster. Mirrored integer for integer by ``hw_kernels.schedule.ClcSchedule.cta_tile``.
+        """
+        raster_n, log_s, major_div_s, first_res_minor = order
+        cm, cn = self.cluster_mn
+        major = first_x // cm
+        minor = first_y // cn
+        if major < (major_div_s << log_s) and minor < first_res_minor:
+            mask = (Int32(1) << log_s) - 1
+            new_major = (major >> log_s) + major_div_s * (minor & mask)
+            new_minor = (major & mask) + ((minor >> log_s) << log_s)
+            major = new_major
+            minor = new_minor
+        tile_m = major
+        tile_n = minor
+        if raster_n != 0:
+            tile_m = minor
+            tile_n = major
+        cta_x, cta_y, _ = cute.arch.block_in_cluster_idx()
+        return WorkTileInfo((tile_m * cm + cta_x, tile_n * cn + cta_y, l_idx), valid)
 
     @cute.jit
     def _fetch_next_work(self, clc: pipeline.PipelineClcFetchAsync, state: pipeline.PipelineState,
-                         clc_response: cute.Pointer):
+                         clc_response: cute.Pointer, order):
         """seed ``scheduler.fetch_next_work``: wait for the response, decode it, release the stage.
 
-        A cancelled cluster's first CTA id plus this CTA's place in the cluster is this CTA's next
-        tile; a failed cancel (no cluster left to steal) is the invalid tile that ends the loop.
+        The cancelled cluster's first CTA id (its launch slot), swizzled and rasterized as the seed
+        does (``_swizzle_and_rasterize``), is this cluster's next tile; a failed cancel (no cluster
+        left to steal) is the invalid tile that ends the loop.
         """
         clc.consumer_wait(state)
         m_idx, n_idx, l_idx, is_canceled = cute.arch.clc_response(clc_response + state.index)
@@ -573,8 +611,7 @@ class Sm100TmaWsGemm:
         cute.arch.fence_proxy("async.shared", space="cta")
         clc.consumer_release(state)
         state.advance()
-        cta_x, cta_y, _ = cute.arch.block_in_cluster_idx()
-        work = WorkTileInfo((m_idx + cta_x, n_idx + cta_y, l_idx), is_canceled != 0)
+        work = self._swizzle_and_rasterize(m_idx, n_idx, l_idx, is_canceled != 0, order)
         return work, state
 
     def _mma_tile_coord(self, work: WorkTileInfo):

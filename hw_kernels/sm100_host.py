@@ -54,6 +54,7 @@ def compile_sm100(config=None, dtype: str = "bf16", m: int = 512, n: int = 512, 
     256x256 tile on a 2x1 cluster), or an :class:`~hw_kernels.sm100_gemm.Sm100TmaWsGemm`. Shapes are
     dynamic; ``m, n, k, l`` only size the example tensors.
     """
+    import cutlass
     import cutlass.cute as cute
     import torch
 
@@ -74,12 +75,27 @@ def compile_sm100(config=None, dtype: str = "bf16", m: int = 512, n: int = 512, 
     b = torch.empty(l, n, k, dtype=td).permute(1, 2, 0)
     d = torch.empty(l, m, n, dtype=td).permute(1, 2, 0)
     stream = cute.runtime.make_fake_stream()
+    # The tile order (raster, swizzle, transposed grid) is a run-time argument: the seed's, for this
+    # problem (hw_kernels/schedule.py clc_schedule, checked against the model's TileRaster).
+    order = [cutlass.Int32(x) for x in sm100_schedule(kern, m, n, l, config).kernel_args()]
     # --keep-ptx fills artifacts.PTX; the files it also writes go to a scratch folder, not the CWD.
     with tempfile.TemporaryDirectory(prefix="wsim-sm100-") as dump:
-        fn = cute.compile(kern, _dynamic(a, 1), _dynamic(b, 1), _dynamic(d, 1), stream,
+        fn = cute.compile(kern, _dynamic(a, 1), _dynamic(b, 1), _dynamic(d, 1), *order, stream,
                           options=f"--gpu-arch {SM100_ARCH} --keep-ptx --dump-dir {dump}")
         ptx = fn.artifacts.PTX or ""
     return CompiledSm100(kern, fn, dtype, ptx)
+
+
+def sm100_schedule(kernel, m: int, n: int, l: int = 1, config=None):  # noqa: E741
+    """The CLC tile order the kernel runs for an ``m x n (x l)`` problem: raster and swizzle of
+    ``config`` (a ``Sm100GemmConfig``; default: heuristic raster, no swizzle), tiles and cluster of
+    ``kernel`` (an ``Sm100TmaWsGemm``)."""
+    from .schedule import clc_schedule
+
+    raster = getattr(config, "raster", "heuristic")
+    swizzle = getattr(config, "swizzle", 1)
+    tm, tn = kernel.mma_tile_mn
+    return clc_schedule(m, n, tm, tn, kernel.atom_thr_m, *kernel.cluster_mn, raster, swizzle, l)
 
 
 def sm100_ptx(config=None, dtype: str = "bf16") -> str:
