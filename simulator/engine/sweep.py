@@ -1,0 +1,527 @@
+"""Many configs simulated on every core (or on Ray), one result row per config, in input order.
+
+    rows = run_sweep(configs, arch)                   # all cores, progress bar on stderr
+    rows = run_sweep(configs, arch, out="sweep.csv")  # rows written as they finish (flushed)
+    rows = run_sweep(configs, arch, backend="ray")    # the same on a Ray cluster (pip install -e '.[ray]')
+
+Each config runs in a worker process (``multiprocessing``; one simulation per task, the largest
+first so that the last ones to finish are short) and comes back as a :class:`Row`: the config's
+fields (resolved: derived stage counts filled in), the predicted time, TFLOP/s, the bottleneck
+(:mod:`simulator.engine.bottleneck`), HBM bytes, the engine that ran, and an error message when the
+config cannot run (``can_implement``, the event budget, a deadlock): such a config becomes a row
+with its error, never a crash of the sweep.
+
+Results are returned and written in input order whatever order they finish in: the writer keeps
+the rows that finished ahead of an unfinished one and writes them when it can. On Ctrl-C (or any
+exception) every finished row is written (those held back too, still in input order) and the file
+is closed properly before the interrupt propagates, so a sweep stopped half way leaves its finished
+rows on disk. Formats, by file suffix: ``.csv``, ``.json`` (one array), ``.jsonl`` (one object per
+line).
+
+Ray (``backend="ray"``): the same task function as a Ray remote function; results are collected as
+Ray reports them and written in input order like the local ones. ``ray_address`` (or $RAY_ADDRESS)
+names an existing cluster; without one ``ray.init()`` starts a local one. Nothing here distributes
+work by itself beyond ``multiprocessing`` and Ray.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import queue
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from simulator.errors import ConfigError, SimulationLimitError
+
+BACKENDS = ("process", "serial", "ray")
+FORMATS = (".csv", ".json", ".jsonl")
+
+#: Result columns of a row, after the config's fields (and before any extra columns).
+RESULT_COLUMNS = ("status", "time_us", "tflops", "peak_fraction", "bottleneck", "bottleneck_detail",
+                  "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "l2_hit_rate", "tensor_core_busy",
+                  "engine", "engine_note", "error", "events", "wall_s")
+
+
+@dataclass
+class Row:
+    """One config's result (``status`` "ok") or why it has none (``status`` "error" and ``error``)."""
+
+    index: int
+    config: dict                        # field -> value (resolved where the config could be resolved)
+    arch: str
+    status: str = "ok"
+    time_us: float | None = None
+    tflops: float | None = None
+    peak_fraction: float | None = None
+    bottleneck: str = ""
+    bottleneck_detail: str = ""
+    hbm_bytes: int | None = None
+    hbm_read_bytes: int | None = None
+    hbm_write_bytes: int | None = None
+    l2_hit_rate: float | None = None
+    tensor_core_busy: float | None = None
+    engine: str = ""
+    engine_note: str = ""
+    error: str = ""
+    events: int | None = None
+    wall_s: float | None = None
+    extra: dict = field(default_factory=dict)   # columns a caller adds (the tuner's stage, bound, ...)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        """Flat mapping: index, arch, the config fields, the result columns, the extra columns."""
+        d: dict[str, Any] = {"index": self.index, "arch": self.arch}
+        d.update(self.config)
+        for c in RESULT_COLUMNS:
+            d[c] = getattr(self, c)
+        d.update(self.extra)
+        return d
+
+
+def config_dict(cfg) -> dict:
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+
+
+def _error_row(index: int, cfg, arch, message: str, wall: float = 0.0) -> Row:
+    return Row(index=index, config=config_dict(cfg), arch=getattr(arch, "name", str(arch)), status="error",
+               error=message, wall_s=wall)
+
+
+def simulate_row(index: int, cfg, arch, sim_kwargs: dict | None = None) -> Row:
+    """Simulate one config and summarise it as a Row (the task every backend runs).
+
+    ``ConfigError`` and ``SimulationLimitError`` (and a deadlock or protocol violation) give an error
+    row. Any other exception is a bug of the simulator; it too becomes an error row (prefixed
+    "internal error") so that one bad config does not lose a long sweep, and the CLI reports it.
+    """
+    from simulator.engine.bottleneck import classify
+    from simulator.engine.run import simulate
+
+    t0 = time.perf_counter()
+    try:
+        res = simulate(cfg, arch, **(sim_kwargs or {}))
+    except (ConfigError, SimulationLimitError) as e:
+        return _error_row(index, cfg, arch, str(e), time.perf_counter() - t0)
+    except Exception as e:  # noqa: BLE001 - reported in the row, see the docstring
+        return _error_row(index, cfg, arch, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    row = Row(index=index, config=config_dict(res.config), arch=arch.name, time_us=res.time_ns / 1e3,
+              tflops=res.tflops, peak_fraction=res.peak_fraction, hbm_bytes=res.hbm_bytes,
+              hbm_read_bytes=res.hbm_read_bytes, hbm_write_bytes=res.hbm_write_bytes, l2_hit_rate=res.l2_hit_rate,
+              tensor_core_busy=res.tensor_core_utilization, engine=res.engine, engine_note=res.engine_note,
+              events=res.events, wall_s=wall)
+    if res.deadlock is not None:
+        row.status = "error"
+        row.error = (f"deadlock at cycle {res.deadlock.time_cycle:,.0f}: roles "
+                     f"{', '.join(res.deadlock.roles)} blocked on {', '.join(res.deadlock.pipelines)}")
+        return row
+    if res.violation_count:
+        row.status = "error"
+        row.error = f"{res.violation_count} protocol violation(s), e.g. {res.violations[0] if res.violations else ''}"
+        return row
+    b = classify(res)
+    row.bottleneck, row.bottleneck_detail = b.name, b.detail
+    return row
+
+
+def _task_cost(cfg) -> float:
+    """A size estimate used to start the largest simulations first (0 when it cannot be computed)."""
+    try:
+        return float(cfg.tiles_m * cfg.tiles_n * cfg.l * cfg.k_tiles)
+    except Exception:  # noqa: BLE001 - an invalid config is cheap: it fails at once
+        return 0.0
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ------------------------------------------------------------------------------------- progress
+class Progress:
+    """A one-line progress bar on stderr (a line per 10% when stderr is not a terminal)."""
+
+    def __init__(self, total: int, label: str = "sweep", stream=None, enabled: bool = True) -> None:
+        self.total = max(0, total)
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and self.total > 0
+        self.done = 0
+        self.errors = 0
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._last_decile = -1
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def set_total(self, total: int) -> None:
+        self.total = max(self.total, total)
+        self.enabled = self.enabled or total > 0
+
+    def update(self, n: int = 1, error: bool = False, note: str = "") -> None:
+        self.done += n
+        self.errors += int(error)
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if self._tty:
+            if now - self._last < 0.1 and self.done < self.total:
+                return
+            self._last = now
+            self.stream.write("\r" + self._line(now, note))
+            self.stream.flush()
+        else:
+            decile = int(10 * self.done / max(1, self.total))
+            if decile != self._last_decile or self.done == self.total:
+                self._last_decile = decile
+                self.stream.write(self._line(now, note) + "\n")
+                self.stream.flush()
+
+    def _line(self, now: float, note: str) -> str:
+        frac = self.done / max(1, self.total)
+        width = 24
+        bar = "#" * int(width * frac) + "." * (width - int(width * frac))
+        el = now - self.t0
+        eta = el / frac - el if frac > 0 else math.nan
+        eta_s = f", ~{eta:.0f} s left" if frac < 1 and eta == eta else ""
+        err = f", {self.errors} error(s)" if self.errors else ""
+        extra = f"  {note}" if note else ""
+        return f"{self.label} [{bar}] {self.done}/{self.total} configs, {el:.1f} s{eta_s}{err}{extra}"
+
+    def close(self) -> None:
+        if self.enabled and self._tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# --------------------------------------------------------------------------------------- writing
+class RowWriter:
+    """Writes rows to ``path`` in index order as they finish, flushing each; see the module docstring.
+
+    ``columns`` fixes the CSV header (``columns_for``). Rows with indices ``first, first+1, ...`` are
+    written as soon as they are contiguous; ``close()`` writes the rest (sorted) and ends the file.
+    """
+
+    def __init__(self, path: str, columns: Sequence[str], first_index: int = 0) -> None:
+        suffix = os.path.splitext(path)[1].lower()
+        if suffix not in FORMATS:
+            raise ConfigError(f"--out {path}: unknown format {suffix or '(no suffix)'!r}; valid: {', '.join(FORMATS)}")
+        self.path = path
+        self.format = suffix
+        self.columns = list(columns)
+        self.next_index = first_index
+        self.pending: dict[int, Row] = {}
+        self.written = 0
+        self._fh: io.TextIOBase = open(path, "w", newline="")  # noqa: SIM115 - closed in close()
+        self._csv = None
+        if suffix == ".csv":
+            self._csv = csv.DictWriter(self._fh, fieldnames=self.columns, extrasaction="ignore")
+            self._csv.writeheader()
+        elif suffix == ".json":
+            self._fh.write("[")
+        self._fh.flush()
+        self.closed = False
+
+    def _emit(self, row: Row) -> None:
+        d = row.to_dict()
+        if self._csv is not None:
+            self._csv.writerow({k: ("" if v is None else v) for k, v in d.items()})
+        elif self.format == ".json":
+            self._fh.write(("\n" if self.written == 0 else ",\n") + json.dumps(d, default=str))
+        else:
+            self._fh.write(json.dumps(d, default=str) + "\n")
+        self.written += 1
+
+    def add(self, row: Row) -> None:
+        self.pending[row.index] = row
+        wrote = False
+        while self.next_index in self.pending:
+            self._emit(self.pending.pop(self.next_index))
+            self.next_index += 1
+            wrote = True
+        if wrote:
+            self._fh.flush()
+
+    def write_all(self, rows: Iterable[Row]) -> None:
+        """Write ``rows`` in the order given (no index reordering), e.g. a ranked table."""
+        for r in rows:
+            self._emit(r)
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        for i in sorted(self.pending):
+            self._emit(self.pending[i])
+        self.pending.clear()
+        if self.format == ".json":
+            self._fh.write("\n]\n")
+        self._fh.flush()
+        self._fh.close()
+        self.closed = True
+
+
+def columns_for(configs: Iterable[Any], extra: Sequence[str] = ()) -> list[str]:
+    """CSV columns: index, arch, the union of the configs' fields (in class order), results, extras."""
+    cols = ["index", "arch"]
+    seen_types = []
+    for cfg in configs:
+        if type(cfg) in seen_types:
+            continue
+        seen_types.append(type(cfg))
+        for f in fields(cfg):
+            if f.name not in cols:
+                cols.append(f.name)
+    return cols + list(RESULT_COLUMNS) + [c for c in extra if c not in cols]
+
+
+# ------------------------------------------------------------------------------------- executors
+def _ignore_sigint() -> None:  # pool initializer: the parent handles Ctrl-C and stops the workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _worker(task):
+    index, cfg, arch, sim_kwargs = task
+    return simulate_row(index, cfg, arch, sim_kwargs)
+
+
+TaskSource = Callable[[], "tuple[int, Any] | None"]
+
+
+def iter_rows(next_task: TaskSource, arch, *, workers: int | None = None, backend: str = "process",
+              sim_kwargs: dict | None = None, ray_address: str | None = None) -> Iterator[Row]:
+    """Run tasks pulled from ``next_task()`` (``(index, cfg)``, or None when there are no more) and
+    yield their rows as they finish (any order).
+
+    Tasks are pulled only when a worker is about to be free (at most ``workers + 1`` in flight), so a
+    caller can decide what to run next from the rows it has seen (the tuner's pruning does).
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend={backend!r}: unknown; valid: {', '.join(BACKENDS)}")
+    workers = default_workers() if workers is None else workers
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ConfigError(f"workers={workers!r}: must be a positive integer")
+    if backend == "ray":
+        yield from _iter_ray(next_task, arch, sim_kwargs, ray_address, workers)
+        return
+    if backend == "serial" or workers == 1:
+        while (task := next_task()) is not None:
+            yield simulate_row(task[0], task[1], arch, sim_kwargs)
+        return
+    yield from _iter_pool(next_task, arch, sim_kwargs, workers)
+
+
+def _iter_pool(next_task: TaskSource, arch, sim_kwargs, workers: int) -> Iterator[Row]:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    done: queue.Queue = queue.Queue()
+    pool = ctx.Pool(workers, initializer=_ignore_sigint)
+    in_flight = 0
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and in_flight < workers + 1:
+                task = next_task()
+                if task is None:
+                    exhausted = True
+                    break
+                idx, cfg = task
+                pool.apply_async(_worker, ((idx, cfg, arch, sim_kwargs),), callback=done.put,
+                                 error_callback=lambda e, _i=idx, _c=cfg: done.put(
+                                     _error_row(_i, _c, arch, f"internal error: {type(e).__name__}: {e}")))
+                in_flight += 1
+            if in_flight == 0:
+                break
+            while True:
+                try:
+                    row = done.get(timeout=0.2)   # a timeout keeps the main thread responsive to Ctrl-C
+                    break
+                except queue.Empty:
+                    continue
+            in_flight -= 1
+            yield row
+        pool.close()
+        pool.join()
+    finally:
+        pool.terminate()
+
+
+def _iter_ray(next_task: TaskSource, arch, sim_kwargs, address: str | None, workers: int) -> Iterator[Row]:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("backend=ray: Ray is not installed (pip install -e '.[ray]')") from None
+    if not ray.is_initialized():
+        ray.init(address=address or os.environ.get("RAY_ADDRESS") or None, ignore_reinit_error=True,
+                 log_to_driver=False)
+    remote = ray.remote(simulate_row)
+    # Keep every CPU Ray has busy (more than the local worker count when attached to a cluster).
+    try:
+        slots = max(workers, int(ray.cluster_resources().get("CPU", workers)))
+    except Exception:  # noqa: BLE001
+        slots = workers
+    arch_ref = ray.put(arch)
+    pending: dict = {}
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(pending) < slots + 1:
+                task = next_task()
+                if task is None:
+                    exhausted = True
+                    break
+                pending[remote.remote(task[0], task[1], arch_ref, sim_kwargs)] = task
+            if not pending:
+                break
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                idx, cfg = pending.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - a task that died (worker crash): an error row
+                    yield _error_row(idx, cfg, arch, f"internal error: ray task failed: {type(e).__name__}: {e}")
+    finally:
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+# ------------------------------------------------------------------------------------- the sweep
+def run_sweep(configs: Sequence[Any], arch=None, *, workers: int | None = None, progress: bool = True,
+              out: str | None = None, backend: str = "process", max_events: int | None | object = ...,
+              engine: str | None = None, ray_address: str | None = None, label: str = "sweep") -> list[Row]:
+    """Simulate every config of ``configs`` on ``arch`` and return one Row per config, in input order.
+
+    ``workers``: processes (default: the CPUs this process may use); ``progress``: a progress bar on
+    stderr; ``out``: a .csv/.json/.jsonl file the rows are written to as they finish (input order);
+    ``backend``: "process" (default), "serial" (this process) or "ray"; ``max_events`` and ``engine``
+    are passed to ``simulate`` (left out: its defaults). ``arch`` None: each config's default arch.
+    On KeyboardInterrupt the finished rows are written and the interrupt propagates.
+    """
+    from simulator.engine.run import default_arch_for
+
+    configs = list(configs)
+    if arch is None:
+        arch = default_arch_for(configs[0]) if configs else None
+    sim_kwargs: dict[str, Any] = {}
+    if max_events is not ...:
+        sim_kwargs["max_events"] = max_events
+    if engine is not None:
+        sim_kwargs["engine"] = engine
+    order = sorted(range(len(configs)), key=lambda i: (-_task_cost(configs[i]), i))
+    it = iter(order)
+
+    def next_task():
+        i = next(it, None)
+        return None if i is None else (i, configs[i])
+
+    writer = RowWriter(out, columns_for(configs)) if out else None
+    bar = Progress(len(configs), label=label, enabled=progress)
+    rows: list[Row | None] = [None] * len(configs)
+    try:
+        for row in iter_rows(next_task, arch, workers=workers, backend=backend, sim_kwargs=sim_kwargs,
+                             ray_address=ray_address):
+            rows[row.index] = row
+            if writer is not None:
+                writer.add(row)
+            bar.update(error=not row.ok)
+    finally:
+        bar.close()
+        if writer is not None:
+            writer.close()
+    return [r for r in rows if r is not None]
+
+
+# ------------------------------------------------------------------------------------ input lists
+def _field_types(cls) -> dict[str, str]:
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in fields(cls):
+        t = str(hints[f.name])
+        out[f.name] = "bool" if "bool" in t else ("int" if "int" in t else "str")
+    return out
+
+
+def parse_value(cls, name: str, text: str, origin: str) -> Any:
+    """A config field's value from text (CSV cells, --grid/--set values), strictly typed."""
+    types = _field_types(cls)
+    if name not in types:
+        raise ConfigError(f"{name}={text!r} ({origin}): not a field of {cls.__name__}; valid: {', '.join(types)}")
+    t = text.strip()
+    if t == "" or t.lower() == "none":
+        return None
+    kind = types[name]
+    if kind == "bool":
+        if t.lower() in ("1", "true", "yes", "on"):
+            return True
+        if t.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{name}={text!r} ({origin}): expected true or false")
+    if kind == "int":
+        try:
+            return int(t)
+        except ValueError:
+            raise ConfigError(f"{name}={text!r} ({origin}): expected an integer") from None
+    return t
+
+
+def expand_grid(base: dict, grid: Sequence[tuple[str, list]]) -> list[dict]:
+    """Cartesian product of ``grid`` ((field, values) pairs; first varies slowest) over ``base``."""
+    out = [dict(base)]
+    for name, values in grid:
+        out = [{**d, name: v} for d in out for v in values]
+    return out
+
+
+def load_config_list(path: str, cls) -> list[dict]:
+    """Config field dicts from a TOML file (``[[config]]`` tables, optional ``[base]`` applied to each)
+    or a CSV file (a header of field names, one config per row; an empty cell = the default)."""
+    from simulator.kernels.config_io import load_toml
+
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".toml":
+        data = load_toml(path)
+        unknown = set(data) - {"base", "config"}
+        if unknown:
+            raise ConfigError(f"{path}: unknown table(s) {sorted(unknown)}; allowed: [base], [[config]]")
+        base = dict(data.get("base", {}))
+        items = data.get("config", [])
+        if not isinstance(items, list):
+            raise ConfigError(f"{path}: [config] must be an array of tables ([[config]])")
+        return [{**base, **dict(c)} for c in items] if items else ([base] if base else [])
+    if suffix == ".csv":
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            out = []
+            for lineno, rec in enumerate(reader, start=2):
+                d = {}
+                for k, v in rec.items():
+                    if k is None:
+                        raise ConfigError(f"{path}:{lineno}: more cells than header columns")
+                    val = parse_value(cls, k.strip(), v or "", f"{path}:{lineno}")
+                    if val is not None:
+                        d[k.strip()] = val
+                out.append(d)
+            return out
+    raise ConfigError(f"{path}: unknown config list format {suffix or '(no suffix)'!r}; valid: .toml, .csv")
+
+
+__all__ = ["Row", "run_sweep", "iter_rows", "simulate_row", "RowWriter", "Progress", "columns_for",
+           "load_config_list", "expand_grid", "parse_value", "default_workers", "BACKENDS", "RESULT_COLUMNS"]
