@@ -334,7 +334,7 @@ def test_sm90_on_b200_rejected():
 # ------------------------------------------------------------------------------------ mappings
 def test_config_from_mapping():
     c = config_from_mapping(Sm100GemmConfig, {"m": 4096, "use_2sm": False, "mma_tile_m": 128, "cluster_m": 1,
-                                              "mainloop_stages": None, "k": 1024.0}, "t")
+                                              "mainloop_stages": None, "k": 1024}, "t")
     assert c.m == 4096 and c.k == 1024 and isinstance(c.k, int) and not c.use_2sm
 
 

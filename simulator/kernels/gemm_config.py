@@ -13,12 +13,15 @@ their tile and stage choices on.
 
 from __future__ import annotations
 
+import numbers
+import typing
+from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any
 
 from simulator.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    pass
+    from simulator.machine.arch import ArchSpec
 
 
 # ---------------------------------------------------------------------------------------------- dtypes
@@ -88,7 +91,15 @@ def _round_up(x: int, m: int) -> int:
 class GemmConfigBase:
     """What the SM100 and SM90 configs compute the same way (data types, tile and cluster counts,
     bytes and FLOPs, epilogue subtiles); each config supplies its own tiles_m/tiles_n/k_tiles,
-    cluster_mma_tiles_m, stage bytes and epilogue defaults."""
+    cluster_mma_tiles_m, stage bytes and epilogue defaults.
+
+    Constructing a config checks the type of every field (:func:`check_field_types`): an ``int``
+    field takes an integer (not a bool, a float or a string), a ``bool`` field takes True/False
+    (not "false" or 0), a ``str`` field a string. Values are checked by ``can_implement``.
+    """
+
+    def __post_init__(self) -> None:
+        check_field_types(self)
 
     @property
     def cluster_tiles_m(self) -> int:
@@ -194,10 +205,119 @@ class GemmConfigBase:
 
 
 # ============================================================================================ helpers
+#: CUTLASS's GEMM problem shape (GemmCoord / the kernels' ProblemShape) holds M, N, K, L as int (int32).
+INT32_MAX = 2**31 - 1
+#: cuTensorMapEncodeTiled (CUDA driver API): every global stride of a TMA descriptor is < 2^40 bytes.
+#: CUTLASS hands TMA rank-3 tensors (rows, columns, batch), so the batch stride of a packed operand,
+#: rows x columns x element bytes, is one of them even when L = 1.
+TMA_MAX_STRIDE_BYTES = 1 << 40
+#: Fields that do not change the SMEM a kernel needs (left out when naming what the user set).
+_NOT_SMEM_FIELDS = frozenset({"m", "n", "k", "l", "raster", "swizzle", "tile_scheduler", "cluster_m",
+                              "cluster_n", "overlapping_accum"})
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def field_hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def type_name(tp: Any) -> str:
+    """``int | None`` for the annotation ``int | None`` (for messages)."""
+    args = typing.get_args(tp)
+    if args and typing.get_origin(tp) is not None:
+        return " | ".join(type_name(a) for a in args)
+    return "None" if tp is type(None) else getattr(tp, "__name__", str(tp))
+
+
+def strict_value(tp: Any, value: Any) -> tuple[bool, Any]:
+    """(accepted, value) for a field annotated ``tp``: no conversion between kinds of value.
+
+    ``int`` takes integers only (Python or numpy integers, returned as int), never a bool, a float
+    (not even 4096.0) or a string; ``bool`` takes True/False only; ``str`` takes strings only.
+    """
+    args = typing.get_args(tp)
+    if args and typing.get_origin(tp) is not None:  # a union such as int | None
+        for a in args:
+            ok, v = strict_value(a, value)
+            if ok:
+                return True, v
+        return False, value
+    if tp is type(None):
+        return value is None, value
+    if tp is bool:
+        return isinstance(value, bool), value
+    if tp is int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return True, int(value)
+        return False, value
+    if tp is str:
+        return isinstance(value, str), value if type(value) is str else str(value)
+    return isinstance(value, tp), value
+
+
+def check_field_types(cfg: Any) -> None:
+    """Every field of a config dataclass holds a value of its annotated type (see :func:`strict_value`)."""
+    hints = field_hints(type(cfg))
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        tp = hints[f.name]
+        ok, v = strict_value(tp, value)
+        if not ok:
+            base = [a for a in (typing.get_args(tp) or (tp,)) if a is not type(None)]
+            hint = {bool: "True or False", int: "an integer", str: "a string"}.get(base[0] if base else None,
+                                                                                   type_name(tp))
+            raise ConfigError(f"{f.name}={value!r}: expected {type_name(tp)}, got {type(value).__name__} "
+                              f"({type(cfg).__name__} does not convert values: give {hint})")
+        if v is not value:
+            object.__setattr__(cfg, f.name, v)
+
+
+def user_set_fields(cfg: Any, relevant=lambda name: True) -> list[str]:
+    """``name=value`` for the fields of ``cfg`` that differ from the class defaults (what the user set)."""
+    out = []
+    for f in fields(cfg):
+        default = f.default if f.default is not MISSING else None
+        v = getattr(cfg, f.name)
+        if v != default and relevant(f.name):
+            out.append(f"{f.name}={v!r}")
+    return out
+
+
 def check_shape(m: int, n: int, k: int, l: int) -> None:  # noqa: E741
     for name, v in (("m", m), ("n", n), ("k", k), ("l", l)):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ConfigError(f"{name}={v!r}: problem size must be a positive integer")
+        if v > INT32_MAX:
+            raise ConfigError(f"{name}={v}: CUTLASS's problem shape (M, N, K, L) is int32: {name} must be "
+                              f"<= {INT32_MAX}")
+
+
+#: Why a count field must be at least 1.
+_POSITIVE_RULE = {
+    "mainloop_stages": "needs at least 1 stage (CUTLASS: at least 2)",
+    "accumulator_stages": "needs at least 1 TMEM accumulator stage",
+    "scheduler_stages": "needs at least 1 CLC pipeline stage",
+    "epilogue_load_stages": "needs at least 1 (StagesC >= 1)",
+    "epilogue_store_stages": "needs at least 1 (StagesD >= 1)",
+    "epilogue_tile_m": "an epilogue subtile has at least one row",
+    "epilogue_tile_n": "an epilogue subtile has at least one column",
+    "cluster_m": "cluster dimensions must be >= 1",
+    "cluster_n": "cluster dimensions must be >= 1",
+}
+
+
+def check_fields(cfg: Any) -> None:
+    """The value rules every derivation relies on: the problem shape fits CUTLASS's int32 shape and
+    every other integer field that is given is at least 1 (so no tile, stage or cluster count is 0)."""
+    check_shape(cfg.m, cfg.n, cfg.k, cfg.l)
+    for f in fields(cfg):
+        if f.name in ("m", "n", "k", "l"):
+            continue
+        v = getattr(cfg, f.name)
+        if isinstance(v, int) and not isinstance(v, bool) and v < 1:
+            raise ConfigError(f"{f.name}={v}: {_POSITIVE_RULE.get(f.name, 'must be a positive integer')}")
 
 
 def check_int_fields(cfg: Any, names: tuple[str, ...]) -> None:
@@ -226,16 +346,45 @@ def check_tile_k(tk: Any, bits_ab: int, name: str) -> None:
                           f"({256 // bits_ab} elements = 32 B for {bits_ab}-bit inputs)")
 
 
-def check_epilogue(em: int, en: int, cta_m: int, cta_n: int, load_st: int, store_st: int) -> None:
+def check_epilogue_tile(em: int, en: int, cta_m: int, cta_n: int) -> None:
     if em <= 0 or en <= 0 or cta_m % em != 0 or cta_n % en != 0:
         raise ConfigError(f"epilogue_tile_m x epilogue_tile_n={em}x{en}: epilogue tile must divide the CTA tile "
                           f"{cta_m}x{cta_n}")
     if en % 8 != 0:
         raise ConfigError(f"epilogue_tile_n={en}: must be a multiple of 8 (sm100_builder.inl 'Unsupported tile shape')")
+
+
+def check_epilogue(em: int, en: int, cta_m: int, cta_n: int, load_st: int, store_st: int) -> None:
+    check_epilogue_tile(em, en, cta_m, cta_n)
     if store_st < 1:
         raise ConfigError(f"epilogue_store_stages={store_st}: needs at least 1 (StagesD >= 1)")
     if load_st < 1:
         raise ConfigError(f"epilogue_load_stages={load_st}: needs at least 1 (StagesC >= 1)")
+
+
+def check_cluster_fits(cm: int, cn: int, arch: ArchSpec) -> None:
+    """Every CTA of a cluster runs on its own SM at the same time: a cluster no larger than the GPU."""
+    sms = arch.sm_count.value
+    if cm * cn > sms:
+        raise ConfigError(f"cluster_m*cluster_n={cm * cn} > sm_count={sms:g}: the CTAs of a cluster run at once, "
+                          f"one per SM, so a cluster cannot be larger than the GPU ({arch.name}: {sms:g} SMs)")
+
+
+def mainloop_stage_error(cfg: Any, r: Any, arch: ArchSpec | None, stages: int, need: int, rule: str) -> ConfigError:
+    """The error for a derived mainloop stage count below ``need``: it names the fields the user set
+    that take SMEM (tiles, epilogue, stages), and the bytes, rather than the derived count alone."""
+    cap = r.smem_capacity(arch)
+    epi = r.epilogue_smem_bytes
+    carve = r.kernel_smem_carveout_bytes
+    set_ = user_set_fields(cfg, lambda name: name not in _NOT_SMEM_FIELDS)
+    who = ", ".join(set_) if set_ else "the default config"
+    if arch is not None and arch.smem_bytes_per_cta.kind == "override":
+        who += f" with smem_bytes_per_cta={cap} (override)"
+    return ConfigError(
+        f"{who}: one mainloop stage takes {r.mainloop_stage_bytes} B of SMEM per CTA (A {r.a_stage_bytes_per_cta} B "
+        f"+ B {r.b_stage_bytes_per_cta} B + barriers) and the epilogue takes {epi} B, the kernel {carve} B of the "
+        f"{cap} B per CTA: room for {max(stages, 0)} stage(s) (derived mainloop_stages), but CUTLASS needs at "
+        f"least {need} ({rule}); use smaller tiles or fewer epilogue stages")
 
 
 def check_alignment(m: int, n: int, k: int, bits_ab: int, bits_c: int | None, bits_d: int) -> None:
@@ -250,3 +399,13 @@ def check_alignment(m: int, n: int, k: int, bits_ab: int, bits_c: int | None, bi
                               f"multiple of 16 B (n a multiple of {128 // bits})")
 
 
+def check_tma_extents(m: int, n: int, k: int, bits_ab: int, bits_c: int | None, bits_d: int) -> None:
+    """Each operand's batch stride (one packed matrix) must be below TMA's 2^40-byte stride limit."""
+    for name, rows, cols, bits, dims in (("A", m, k, bits_ab, "m x k"), ("B", n, k, bits_ab, "n x k"),
+                                         ("C", m, n, bits_c, "m x n"), ("D", m, n, bits_d, "m x n")):
+        if bits is None:
+            continue
+        nbytes = rows * cols * bits // 8
+        if nbytes >= TMA_MAX_STRIDE_BYTES:
+            raise ConfigError(f"{dims}={rows}x{cols}: one batch of {name} is {nbytes:,} B; TMA global strides "
+                              "(the batch stride included) must be < 2^40 B = 1 TiB (cuTensorMapEncodeTiled)")

@@ -30,10 +30,13 @@ from simulator.kernels.gemm_config import (
     canonical_dtype,
     check_acc_dtype,
     check_alignment,
+    check_cluster_fits,
     check_epilogue,
-    check_int_fields,
-    check_shape,
+    check_epilogue_tile,
+    check_fields,
     check_tile_k,
+    check_tma_extents,
+    mainloop_stage_error,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -275,9 +278,12 @@ class Sm100GemmConfig(GemmConfigBase):
         return self.acc_stages * self.cta_tile_m * self.cta_tile_n * max(1, self.bits_acc // 32)
 
     def resolved(self, arch: ArchSpec | None = None) -> Sm100GemmConfig:
-        """A copy with every None filled as CUTLASS's builders would (validates dtypes first)."""
-        for f_name in ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d"):
-            canonical_dtype(getattr(self, f_name), f_name)
+        """A copy with every None filled as CUTLASS's builders would (after :meth:`check_given`).
+
+        A derived mainloop stage count below 2 is an error that names what was set (CUTLASS's
+        builder would not compile); a given one is checked by :meth:`can_implement`.
+        """
+        self.check_given()
         em, en = self.epi_tile
         partial = replace(
             self,
@@ -290,10 +296,59 @@ class Sm100GemmConfig(GemmConfigBase):
         partial = replace(partial, epilogue_store_stages=partial.store_stages)
         partial = replace(partial, epilogue_load_stages=partial.load_stages)
         if partial.mainloop_stages is None:
-            partial = replace(partial, mainloop_stages=partial.derived_mainloop_stages(arch))
+            stages = partial.derived_mainloop_stages(arch)
+            if stages < 2:
+                raise mainloop_stage_error(self, partial, arch, stages, 2,
+                                           "sm100_mma_warpspecialized.hpp static_assert(Stages >= 2)")
+            partial = replace(partial, mainloop_stages=stages)
         return partial
 
     # ------------------------------------------------------------------------------- can_implement
+    def check_given(self) -> None:
+        """The rules on the fields as given, before anything is derived from them (so no derivation
+        divides by a zero tile or starts from an impossible one): sizes, data types, MMA atom and
+        K-tile shapes, cluster shape, scheduler names, a given epilogue tile."""
+        check_fields(self)
+        for f_name in ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d"):
+            canonical_dtype(getattr(self, f_name), f_name)
+        ab, acc = canonical_dtype(self.dtype_ab), canonical_dtype(self.dtype_acc)
+        check_acc_dtype(ab, acc, "tcgen05.mma (mma_sm100_umma.hpp)")
+
+        # MMA atom shapes (cute/arch/mma_sm100_umma.hpp SS atoms; sm100_common.inl builder asserts).
+        tm, tn = self.mma_tile_m, self.mma_tile_n
+        if self.use_2sm:
+            if tm not in (128, 256):
+                raise ConfigError(f"mma_tile_m={tm}: 2-SM tcgen05.mma (SM100_MMA_*_2x1SM_SS) needs M in {{128, 256}}")
+            if not (tn % 16 == 0 and 16 <= tn <= 256):
+                raise ConfigError(f"mma_tile_n={tn}: 2-SM tcgen05.mma needs N a multiple of 16 in [16, 256]")
+        else:
+            if tm not in (64, 128):
+                raise ConfigError(f"mma_tile_m={tm}: 1-SM tcgen05.mma (SM100_MMA_*_SS) needs M in {{64, 128}}")
+            if not (tn % 8 == 0 and 8 <= tn <= 256):
+                raise ConfigError(f"mma_tile_n={tn}: 1-SM tcgen05.mma needs N a multiple of 8 in [8, 256]")
+        check_tile_k(self.tile_k, self.bits_ab, "mma_tile_k")
+
+        # Cluster shape.
+        cm, cn = self.cluster_m, self.cluster_n
+        if self.use_2sm and cm % 2 != 0:
+            raise ConfigError(f"cluster_m={cm}: 2-SM MMA needs an even cluster_m (CTA pairs along M; "
+                              "cluster.hpp preferred_cluster_can_implement: cluster_shape.x % AtomThrShapeM == 0)")
+        if not (_is_pow2(cm) and _is_pow2(cn)):
+            raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be powers of two "
+                              "(cluster.hpp preferred_cluster_can_implement: 'Only support pow2')")
+
+        # Scheduler.
+        if self.tile_scheduler not in SM100_TILE_SCHEDULERS:
+            raise ConfigError(f"tile_scheduler={self.tile_scheduler!r}: unknown; valid: {', '.join(SM100_TILE_SCHEDULERS)}")
+        if self.raster not in RASTERS:
+            raise ConfigError(f"raster={self.raster!r}: unknown; valid: {', '.join(RASTERS)}")
+        if self.swizzle not in SWIZZLES:
+            raise ConfigError(f"swizzle={self.swizzle}: max swizzle size must be one of {SWIZZLES}")
+
+        # Epilogue tile (its SMEM is carved out before the mainloop stages are derived).
+        em, en = self.epi_tile
+        check_epilogue_tile(em, en, self.cta_tile_m, self.cta_tile_n)
+
     def can_implement(self, arch: ArchSpec, *, allow_protocol_experiments: bool = False) -> None:
         """Raise ConfigError for the first rule this configuration breaks.
 
@@ -305,58 +360,17 @@ class Sm100GemmConfig(GemmConfigBase):
         if arch.sm_version != 100:
             raise ConfigError(f"arch={arch.name}: Sm100GemmConfig needs an SM100 architecture "
                               f"(got sm_version={arch.sm_version})")
-        check_shape(self.m, self.n, self.k, self.l)
-        for f_name in ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d"):
-            canonical_dtype(getattr(self, f_name), f_name)
-        ab, acc = canonical_dtype(self.dtype_ab), canonical_dtype(self.dtype_acc)
-        check_acc_dtype(ab, acc, "tcgen05.mma (mma_sm100_umma.hpp)")
-        check_int_fields(self, ("mma_tile_m", "mma_tile_n", "cluster_m", "cluster_n", "swizzle"))
-        r = self.resolved(arch)
+        r = self.resolved(arch)   # runs check_given first
 
-        # MMA atom shapes (cute/arch/mma_sm100_umma.hpp SS atoms; sm100_common.inl builder asserts).
-        tm, tn = r.mma_tile_m, r.mma_tile_n
-        if r.use_2sm:
-            if tm not in (128, 256):
-                raise ConfigError(f"mma_tile_m={tm}: 2-SM tcgen05.mma (SM100_MMA_*_2x1SM_SS) needs M in {{128, 256}}")
-            if not (tn % 16 == 0 and 16 <= tn <= 256):
-                raise ConfigError(f"mma_tile_n={tn}: 2-SM tcgen05.mma needs N a multiple of 16 in [16, 256]")
-        else:
-            if tm not in (64, 128):
-                raise ConfigError(f"mma_tile_m={tm}: 1-SM tcgen05.mma (SM100_MMA_*_SS) needs M in {{64, 128}}")
-            if not (tn % 8 == 0 and 8 <= tn <= 256):
-                raise ConfigError(f"mma_tile_n={tn}: 1-SM tcgen05.mma needs N a multiple of 8 in [8, 256]")
-        tk = r.mma_tile_k
-        check_tile_k(tk, r.bits_ab, "mma_tile_k")
-
-        # Cluster shape.
+        # Cluster size.
         cm, cn = r.cluster_m, r.cluster_n
-        if cm < 1 or cn < 1:
-            raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be >= 1")
-        if r.use_2sm and cm % 2 != 0:
-            raise ConfigError(f"cluster_m={cm}: 2-SM MMA needs an even cluster_m (CTA pairs along M; "
-                              "cluster.hpp preferred_cluster_can_implement: cluster_shape.x % AtomThrShapeM == 0)")
-        if not (_is_pow2(cm) and _is_pow2(cn)):
-            raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be powers of two "
-                              "(cluster.hpp preferred_cluster_can_implement: 'Only support pow2')")
         max_cluster = int(arch.max_cluster_size.value)
         if cm * cn > max_cluster:
             raise ConfigError(f"cluster_m*cluster_n={cm * cn} > {max_cluster}: cluster larger than "
                               f"{max_cluster} CTAs (sm100_gemm_tma_warpspecialized.hpp MaxClusterSize = 16)")
-
-        # Scheduler.
-        if r.tile_scheduler not in SM100_TILE_SCHEDULERS:
-            raise ConfigError(f"tile_scheduler={r.tile_scheduler!r}: unknown; valid: {', '.join(SM100_TILE_SCHEDULERS)}")
-        if r.raster not in RASTERS:
-            raise ConfigError(f"raster={r.raster!r}: unknown; valid: {', '.join(RASTERS)}")
-        if r.swizzle not in SWIZZLES:
-            raise ConfigError(f"swizzle={r.swizzle}: max swizzle size must be one of {SWIZZLES}")
-        if r.scheduler_stages < 1:
-            raise ConfigError(f"scheduler_stages={r.scheduler_stages}: needs at least 1 CLC pipeline stage")
+        check_cluster_fits(cm, cn, arch)
 
         # Mainloop stages / SMEM.
-        if r.mainloop_stages < 1:
-            raise ConfigError(f"mainloop_stages={r.mainloop_stages}: needs at least 1 stage "
-                              f"(stage bytes {r.mainloop_stage_bytes} B per CTA do not fit)")
         if r.mainloop_stages < 2 and not allow_protocol_experiments:
             raise ConfigError(f"mainloop_stages={r.mainloop_stages}: SM100 needs at least 2 "
                               "(sm100_mma_warpspecialized.hpp static_assert(Stages >= 2))")
@@ -369,8 +383,6 @@ class Sm100GemmConfig(GemmConfigBase):
                 f"= {used} B > {cap} B per CTA")
 
         # Accumulators / TMEM.
-        if r.accumulator_stages < 1:
-            raise ConfigError(f"accumulator_stages={r.accumulator_stages}: needs at least 1 TMEM accumulator stage")
         cells = r.tmem_cells_needed
         tmem_cells = int(arch.tmem_lanes.value * arch.tmem_columns.value)
         if cells > tmem_cells:
@@ -387,12 +399,14 @@ class Sm100GemmConfig(GemmConfigBase):
                                   "uses overlapping accumulators only when AccumulatorPipelineStageCount == 1 "
                                   "(dispatch_policy.hpp, block-scaled SM100 policies)")
 
-        # Epilogue.
+        # Epilogue stages.
         check_epilogue(r.epilogue_tile_m, r.epilogue_tile_n, r.cta_tile_m, r.cta_tile_n,
-                        r.epilogue_load_stages, r.epilogue_store_stages)
+                       r.epilogue_load_stages, r.epilogue_store_stages)
 
-        # TMA alignment: 16 B aligned strides (A, B K-major; C, D N-major).
-        check_alignment(r.m, r.n, r.k, r.bits_ab, r.bits_c if r.read_c else None, r.bits_d)
+        # TMA: 16 B aligned strides (A, B K-major; C, D N-major), each stride < 2^40 B.
+        bits_c = r.bits_c if r.read_c else None
+        check_alignment(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
+        check_tma_extents(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
 
     def warnings(self) -> list[str]:
         """Legal but unusual choices (not errors)."""

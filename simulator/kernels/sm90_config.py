@@ -29,10 +29,13 @@ from simulator.kernels.gemm_config import (
     canonical_dtype,
     check_acc_dtype,
     check_alignment,
+    check_cluster_fits,
     check_epilogue,
-    check_int_fields,
-    check_shape,
+    check_epilogue_tile,
+    check_fields,
     check_tile_k,
+    check_tma_extents,
+    mainloop_stage_error,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,64 +218,72 @@ class Sm90GemmConfig(GemmConfigBase):
         return self.tile_m * self.cta_tile_n * (self.bits_acc // 8) // 4 // self.consumer_threads_per_tile
 
     def resolved(self, arch: ArchSpec | None = None) -> Sm90GemmConfig:
-        for f_name in ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d"):
-            canonical_dtype(getattr(self, f_name), f_name)
+        """A copy with every None filled as CUTLASS's builders would (after :meth:`check_given`); a
+        derived mainloop stage count below 2 is an error that names what was set."""
+        self.check_given()
         em, en = self.epi_tile
         r = replace(self, tile_n=self.cta_tile_n, tile_k=self.cta_tile_k, epilogue_tile_m=em, epilogue_tile_n=en)
         r = replace(r, epilogue_store_stages=r.store_stages)
         r = replace(r, epilogue_load_stages=r.load_stages)
         if r.mainloop_stages is None:
-            r = replace(r, mainloop_stages=r.derived_mainloop_stages(arch))
+            stages = r.derived_mainloop_stages(arch)
+            if stages < 2:
+                raise mainloop_stage_error(self, r, arch, stages, 2,
+                                           "sm90_mma_tma_gmma_ss_warpspecialized.hpp static_assert(Stages >= 2)")
+            r = replace(r, mainloop_stages=stages)
         return r
 
-    def can_implement(self, arch: ArchSpec, *, allow_protocol_experiments: bool = False) -> None:
-        if arch.sm_version != 90:
-            raise ConfigError(f"arch={arch.name}: Sm90GemmConfig needs an SM90 architecture "
-                              f"(got sm_version={arch.sm_version})")
-        check_shape(self.m, self.n, self.k, self.l)
+    def check_given(self) -> None:
+        """The rules on the fields as given, before anything is derived from them: sizes, data types,
+        schedule, wgmma tile and K-tile shapes, registers, cluster shape, scheduler names, a given
+        epilogue tile."""
+        check_fields(self)
         for f_name in ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d"):
             canonical_dtype(getattr(self, f_name), f_name)
         check_acc_dtype(canonical_dtype(self.dtype_ab), canonical_dtype(self.dtype_acc), "wgmma (mma_sm90_gmma.hpp)")
         if self.schedule not in SM90_SCHEDULES:
             raise ConfigError(f"schedule={self.schedule!r}: unknown; valid: {', '.join(SM90_SCHEDULES)}")
-        check_int_fields(self, ("tile_m", "cluster_m", "cluster_n", "swizzle"))
-        r = self.resolved(arch)
-        tm, tn = r.tile_m, r.tile_n
+        tm, tn = self.tile_m, self.cta_tile_n
         # wgmma: M = 64 per warpgroup instruction, N a multiple of 8 in [8, 256] (mma_sm90_gmma.hpp).
-        if r.schedule == "cooperative":
-            if tm % 128 != 0 or tm <= 0:
+        if self.schedule == "cooperative":
+            if tm % 128 != 0:
                 raise ConfigError(f"tile_m={tm}: cooperative schedule splits M over 2 consumer warpgroups of "
                                   "64-row wgmma: tile_m must be a multiple of 128 (sm90 cooperative kernel)")
-        elif tm % 64 != 0 or tm <= 0:
+        elif tm % 64 != 0:
             raise ConfigError(f"tile_m={tm}: pingpong needs tile_m a multiple of 64 (wgmma M = 64)")
         if not (tn % 8 == 0 and 8 <= tn <= 256):
             raise ConfigError(f"tile_n={tn}: wgmma needs N a multiple of 8 in [8, 256]")
-        check_tile_k(r.tile_k, r.bits_ab, "tile_k")
-        regs = r.accumulator_registers_per_thread
+        check_tile_k(self.cta_tile_k, self.bits_ab, "tile_k")
+        regs = self.accumulator_registers_per_thread
         if regs > SM90_CONSUMER_REGISTERS:
             raise ConfigError(
-                f"tile_m x tile_n={tm}x{tn}: {r.dtype_acc} accumulators need {regs} registers per thread over "
-                f"{r.consumer_threads_per_tile} consumer threads > {SM90_CONSUMER_REGISTERS} "
+                f"tile_m x tile_n={tm}x{tn}: {canonical_dtype(self.dtype_acc)} accumulators need {regs} registers "
+                f"per thread over {self.consumer_threads_per_tile} consumer threads > {SM90_CONSUMER_REGISTERS} "
                 "(consumer warpgroup register budget MmaRegisterRequirement = warpgroup_reg_alloc<232>)")
-        cm, cn = r.cluster_m, r.cluster_n
-        if cm < 1 or cn < 1:
-            raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be >= 1")
+        cm, cn = self.cluster_m, self.cluster_n
         if not (_is_pow2(cm) and _is_pow2(cn)):
             raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be powers of two "
                               "(tile_scheduler_params.h divmod_cluster_shape_* are FastDivmodU64Pow2)")
+        if self.tile_scheduler not in SM90_TILE_SCHEDULERS:
+            raise ConfigError(f"tile_scheduler={self.tile_scheduler!r}: the SM90 model has only the static "
+                              f"persistent scheduler; valid: {', '.join(SM90_TILE_SCHEDULERS)}")
+        if self.raster not in RASTERS:
+            raise ConfigError(f"raster={self.raster!r}: unknown; valid: {', '.join(RASTERS)}")
+        if self.swizzle not in SWIZZLES:
+            raise ConfigError(f"swizzle={self.swizzle}: max swizzle size must be one of {SWIZZLES}")
+        em, en = self.epi_tile
+        check_epilogue_tile(em, en, tm, tn)
+
+    def can_implement(self, arch: ArchSpec, *, allow_protocol_experiments: bool = False) -> None:
+        if arch.sm_version != 90:
+            raise ConfigError(f"arch={arch.name}: Sm90GemmConfig needs an SM90 architecture "
+                              f"(got sm_version={arch.sm_version})")
+        r = self.resolved(arch)   # runs check_given first
+        cm, cn = r.cluster_m, r.cluster_n
         max_cluster = int(arch.max_cluster_size.value)
         if cm * cn > max_cluster:
             raise ConfigError(f"cluster_m*cluster_n={cm * cn} > {max_cluster}: cluster larger than {max_cluster} CTAs")
-        if r.tile_scheduler not in SM90_TILE_SCHEDULERS:
-            raise ConfigError(f"tile_scheduler={r.tile_scheduler!r}: the SM90 model has only the static "
-                              f"persistent scheduler; valid: {', '.join(SM90_TILE_SCHEDULERS)}")
-        if r.raster not in RASTERS:
-            raise ConfigError(f"raster={r.raster!r}: unknown; valid: {', '.join(RASTERS)}")
-        if r.swizzle not in SWIZZLES:
-            raise ConfigError(f"swizzle={r.swizzle}: max swizzle size must be one of {SWIZZLES}")
-        if r.mainloop_stages < 1:
-            raise ConfigError(f"mainloop_stages={r.mainloop_stages}: needs at least 1 stage "
-                              f"(stage bytes {r.mainloop_stage_bytes} B do not fit)")
+        check_cluster_fits(cm, cn, arch)
         if r.mainloop_stages < 2 and not allow_protocol_experiments:
             raise ConfigError(f"mainloop_stages={r.mainloop_stages}: SM90 needs at least 2 "
                               "(sm90_mma_tma_gmma_ss_warpspecialized.hpp static_assert(Stages >= 2))")
@@ -283,5 +294,7 @@ class Sm90GemmConfig(GemmConfigBase):
                 f"mainloop_stages={r.mainloop_stages}: SMEM overflow: {r.mainloop_stages} x {r.mainloop_stage_bytes} B "
                 f"stages + {_round_up(r.epilogue_smem_bytes, 128)} B epilogue = {used} B > {cap} B per CTA")
         check_epilogue(r.epilogue_tile_m, r.epilogue_tile_n, r.tile_m, r.tile_n,
-                        r.epilogue_load_stages, r.epilogue_store_stages)
-        check_alignment(r.m, r.n, r.k, r.bits_ab, r.bits_c if r.read_c else None, r.bits_d)
+                       r.epilogue_load_stages, r.epilogue_store_stages)
+        bits_c = r.bits_c if r.read_c else None
+        check_alignment(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
+        check_tma_extents(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)

@@ -14,6 +14,7 @@ Sources are those collected in ``shared/reference/published-figures.md``.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields, replace
 
 from simulator.errors import ConfigError
@@ -31,6 +32,11 @@ _MAY_BE_ZERO = frozenset({
     "tmem_columns", "tmem_lanes", "clc_query_latency_cycles", "tmem_load_bytes_per_clk",
     "launch_overhead_ns", "mbarrier_arrive_latency_cycles",
 })
+
+
+# Constants that count whole things (SMs, CTAs, bytes, TMEM lanes/columns): overrides must be integers.
+_COUNTS = frozenset({"sm_count", "max_cluster_size", "smem_bytes_per_cta", "l2_bytes", "tmem_columns",
+                     "tmem_lanes"})
 
 
 @dataclass(frozen=True)
@@ -83,20 +89,27 @@ class ArchSpec:
         return getattr(self, name).value
 
     def with_overrides(self, mapping: dict[str, float], origin: str = "user override") -> ArchSpec:
-        """A copy with some constants replaced; each replaced constant records ``origin``."""
+        """A copy with some constants replaced; each replaced constant records ``origin``.
+
+        Values are numbers (int or float; not bools, not strings: the CLI parses its text first),
+        finite, > 0 (>= 0 where the feature may be absent), and whole where the constant is a count
+        (SMs, CTAs, bytes, TMEM lanes and columns).
+        """
         valid = self.constant_names()
         changes: dict[str, Constant] = {}
         for key, val in mapping.items():
             if key not in valid:
                 raise ConfigError(
                     f"arch override {key!r}={val!r} ({origin}): unknown constant; valid names: {', '.join(valid)}")
-            try:
-                fval = float(val)
-            except (TypeError, ValueError):
-                raise ConfigError(
-                    f"arch override {key}={val!r} ({origin}): expected a number") from None
+            if isinstance(val, bool) or not isinstance(val, numbers.Real):
+                raise ConfigError(f"arch override {key}={val!r} ({origin}): expected a number, got "
+                                  f"{type(val).__name__}")
+            fval = float(val)
             if fval != fval or fval in (float("inf"), float("-inf")):
                 raise ConfigError(f"arch override {key}={val!r} ({origin}): must be a finite number")
+            if key in _COUNTS and not isinstance(val, numbers.Integral):
+                raise ConfigError(f"arch override {key}={val!r} ({origin}): {key} is a count "
+                                  f"({getattr(self, key).unit}): expected an integer")
             if key in _MAY_BE_ZERO:
                 if fval < 0:
                     raise ConfigError(f"arch override {key}={val!r} ({origin}): must be >= 0")
