@@ -91,7 +91,7 @@ def test_validate_bad_file_is_one_line(tmp_path, capsys):
     f = tmp_path / "x.npz"
     f.write_text("not a trace")
     rc, _, err = run(["validate", str(f)], capsys)
-    assert rc == 2 and "not a trace or raw record file" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and "not a trace file" in err and len(err.strip().splitlines()) == 1
 
 
 def test_argparse_errors_are_one_line(capsys):

@@ -18,15 +18,17 @@ Everything runs on a CPU from the committed files: ``wsim validate`` (or
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from simulator.engine.trace import Trace, TraceFormatError
+from simulator.engine.run import DEFAULT_MAX_EVENTS
+from simulator.engine.trace import Trace, TraceFormatError, check_trace_file
 from simulator.errors import ConfigError
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.machine.arch import ArchSpec
@@ -82,17 +84,29 @@ def default_measured() -> Path:
 
 def load_measured(path: Path) -> Trace:
     """A measured trace: a shared-format ``.npz``, or a raw record dump (``raw_*.npz`` with the
-    kernel's buffer and metadata), decoded with :mod:`validation.hw_trace`."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            is_raw = "buf" in data.files
-    except (OSError, ValueError) as e:
-        raise TraceFormatError(f"{path}: not a trace or raw record file ({e})") from None
+    kernel's buffer and metadata), decoded with :mod:`validation.hw_trace`. Anything else is a
+    one-line TraceFormatError."""
+    path = Path(path)
+    head = check_trace_file(path)
+    is_raw = False
+    if head.startswith(b"PK"):
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                is_raw = "buf" in data.files
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+            raise TraceFormatError(f"{path}: not a trace or raw record file (truncated or corrupt .npz: "
+                                   f"{type(e).__name__})") from None
     if not is_raw:
-        return Trace.load(path)
+        return Trace.load(path)     # says what is wrong with a file that is not a trace
     from validation.hw_trace import load_raw, to_trace
-    buf, meta = load_raw(path)
-    return to_trace(buf, meta)
+    try:
+        buf, meta = load_raw(path)
+        return to_trace(buf, meta)
+    except (TraceFormatError, ConfigError):
+        raise
+    except (OSError, ValueError, EOFError, KeyError, IndexError, TypeError, zipfile.BadZipFile, zlib.error) as e:
+        raise TraceFormatError(f"{path}: not a readable raw record file ({type(e).__name__}: "
+                               f"{(str(e).splitlines() or [''])[0]})") from None
 
 
 def sim_config_from_measured(meta: dict) -> Sm90GemmConfig:
@@ -103,6 +117,16 @@ def sim_config_from_measured(meta: dict) -> Sm90GemmConfig:
         dtype = meta["dtype"]
     except KeyError as e:
         raise ConfigError(f"measured trace metadata lacks {e}: not written by validation.collect?") from None
+    try:
+        return _sm90_config(k, p, dtype, meta)
+    except ConfigError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ConfigError(f"measured trace metadata: config/problem {type(e).__name__} {e}: not written by "
+                          "validation.collect?") from None
+
+
+def _sm90_config(k: dict, p: dict, dtype: str, meta: dict) -> Sm90GemmConfig:
     return Sm90GemmConfig(
         m=int(p["m"]), n=int(p["n"]), k=int(p["k"]), l=int(p.get("l", 1)),
         dtype_ab=dtype, dtype_c=dtype, dtype_d=dtype,
@@ -125,6 +149,8 @@ def measured_clock(meta: dict) -> float:
     ghz = clk.get("median_ghz") if isinstance(clk, dict) else None
     if not ghz:
         raise ConfigError("measured trace metadata has no effective_clock.median_ghz")
+    if isinstance(ghz, bool) or not isinstance(ghz, (int, float)) or not 0 < ghz < 100:
+        raise ConfigError(f"measured trace metadata effective_clock.median_ghz={ghz!r}: expected a clock in GHz")
     return float(ghz)
 
 
@@ -152,12 +178,11 @@ def _tile_sequences(trace: Trace, cluster_size: int, measured: bool) -> dict[tup
     return out
 
 
-def compare(measured_path: str | Path | None = None, *, arch: ArchSpec | None = None) -> Comparison:
+def compare(measured_path: str | Path | None = None, *, arch: ArchSpec | None = None,
+            max_events: int | None = DEFAULT_MAX_EVENTS, progress=None) -> Comparison:
     from simulator.engine import simulate
 
     path = Path(measured_path) if measured_path else default_measured()
-    if not path.exists():
-        raise FileNotFoundError(path)
     meas = load_measured(path)
     if meas.meta.get("source") != "measured":
         raise TraceFormatError(f"{path}: meta source is {meas.meta.get('source')!r}, not a measured trace")
@@ -165,7 +190,7 @@ def compare(measured_path: str | Path | None = None, *, arch: ArchSpec | None = 
     clk = measured_clock(meas.meta)
     base = arch or ArchSpec.h200()
     arch = base.with_overrides({"clock_ghz": clk}, origin=f"effective SM clock measured in this run ({path.name})")
-    res = simulate(cfg, arch, trace=True)
+    res = simulate(cfg, arch, trace=True, max_events=max_events, progress=progress)
     sim = res.trace
     cmp = Comparison(str(path), res.config, clk, sim_trace=sim, measured_trace=meas, sim_result=res)
     M = cmp.metrics
@@ -228,24 +253,48 @@ def format_comparison(c: Comparison) -> str:
     return "\n".join(lines)
 
 
-def add_validate_parser(sub) -> None:
+def add_validate_parser(sub):
     p = sub.add_parser("validate", help="compare the SM90 model with a measured H200 trace (CPU only)")
     p.add_argument("measured", nargs="?", help=f"measured trace .npz (default: {RESULTS.name}/{DEFAULT_GLOB})")
     p.add_argument("--json", action="store_true", help="print machine-readable results")
-    p.add_argument("--plot", metavar="PNG", help="also draw simulated and measured timelines on one time axis")
-    p.add_argument("--sms", default=None, help="SMs (simulated numbering) for --plot, e.g. 0,1")
+    p.add_argument("--plot", metavar="PNG", help="also draw simulated and measured timelines on one time axis "
+                                                 "(.png, .svg or .pdf)")
+    p.add_argument("--sms", default=None, help="SMs (simulated numbering) for --plot, e.g. 0,1 or 0-3")
+    from simulator.views.cli import add_run_arguments
+    add_run_arguments(p)
+    return p
 
 
 def run_validate(args) -> int:
-    c = compare(args.measured)
+    from simulator.views.breakdown import check_sms
+    from simulator.views.cli import check_output_file
+    from simulator.views.plot_cli import PlotArgError, parse_sm_list, use_headless_backend
+
+    sms = None
+    if args.sms is not None:
+        if not args.plot:
+            raise ConfigError(f"--sms {args.sms}: selects the SMs that --plot draws; give --plot FILE.png too")
+        try:
+            sms = parse_sm_list(args.sms, "--sms")
+        except PlotArgError as e:
+            raise ConfigError(str(e)) from None
+    if args.plot:
+        check_output_file(args.plot, "--plot", (".png", ".svg", ".pdf"), "plots")
+    c = compare(args.measured, max_events=getattr(args, "max_events", DEFAULT_MAX_EVENTS))
+    if sms is not None:
+        try:
+            check_sms(c.sim_trace, sms)
+        except ValueError as e:
+            raise ConfigError(f"--sms {args.sms}: {e}") from None
     if args.json:
         print(json.dumps(c.to_dict(), indent=2))
     else:
         print(format_comparison(c))
     if args.plot:
+        use_headless_backend()
         from simulator.views.plots import plot_compare
         plot_compare(c.sim_trace, with_simulated_sm_numbers(c.measured_trace), labels=("simulated", "measured"),
-                     sms=[int(s) for s in args.sms.split(",")] if args.sms else None, path=args.plot)
+                     sms=sms, path=args.plot)
         print(f"wrote {args.plot}")
     return 0
 
@@ -257,19 +306,10 @@ def with_simulated_sm_numbers(meas: Trace) -> Trace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.compare", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="command")
-    add_validate_parser(sub)
-    argv = sys.argv[1:] if argv is None else argv
-    args = ap.parse_args(["validate", *argv])
-    try:
-        return run_validate(args)
-    except (ConfigError, TraceFormatError) as e:
-        print(f"validate: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"validate: error: {e}", file=sys.stderr)
-        return 2
+    """``python -m validation.compare`` = ``wsim validate`` (same arguments, errors and exit codes)."""
+    from simulator.views.cli import main as wsim_main
+
+    return wsim_main(["validate", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ cycles to nanoseconds, and for measured traces the device, driver and DSL versio
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,29 +260,139 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
+        """Read a ``.npz`` trace written by :meth:`save`; anything else (a missing, empty, truncated
+        or binary file, a Perfetto JSON file, a file with missing or inconsistent columns) is a
+        one-line :class:`TraceFormatError` naming the file and what is wrong."""
         path = Path(path)
+        head = check_trace_file(path)
+        if not head.startswith(b"PK"):
+            raise TraceFormatError(f"{path}: not a trace file (a trace is the .npz archive that Trace.save or "
+                                   f"`wsim simulate --trace FILE.npz` writes){_json_hint(head)}")
         try:
-            data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise TraceFormatError(f"{path}: not a trace file ({e})") from e
-        missing = [c for c in (*COLUMNS, "meta") if c not in data.files]
-        if missing:
-            raise TraceFormatError(f"{path}: missing columns {missing}; a trace has {COLUMNS}")
-        cols = {}
-        for c in COLUMNS:
-            a = data[c]
-            if c in _STR_COLUMNS:
-                a = a.astype(str)
-            elif c in _INT_COLUMNS:
-                a = a.astype(np.int64)
-            else:
-                a = a.astype(np.float64)
-            cols[c] = a
-        counters: list[tuple] = []
-        if "counter_sm" in data.files:
-            cl = [data[f"counter_{k}"].tolist() for k in ("sm", "name", "cycle", "ns", "value")]
-            counters = [tuple(r) for r in zip(*cl, strict=True)]
-        return cls.from_columns(json.loads(str(data["meta"])), cols, counters)
+            with np.load(path, allow_pickle=False) as data:
+                files = set(data.files)
+                missing = [c for c in (*COLUMNS, "meta") if c not in files]
+                if missing:
+                    raise TraceFormatError(f"{path}: missing columns {missing}; a trace has {COLUMNS} and meta")
+                raw = {k: data[k] for k in (*COLUMNS, "meta", *(f"counter_{c}" for c in _COUNTER_COLUMNS))
+                       if k in files}
+        except TraceFormatError:
+            raise
+        except (OSError, ValueError, EOFError, KeyError, RuntimeError, zipfile.BadZipFile, zlib.error) as e:
+            first = (str(e).splitlines() or [""])[0]
+            raise TraceFormatError(f"{path}: not a readable trace file (truncated or corrupt .npz: "
+                                   f"{type(e).__name__}: {first})") from None
+        meta = _parse_meta(path, raw["meta"])
+        cols = _check_columns(path, raw)
+        counters = _check_counters(path, raw)
+        return cls.from_columns(meta, cols, counters)
+
+
+_COUNTER_COLUMNS = ("sm", "name", "cycle", "ns", "value")
+
+
+def check_trace_file(path: Path) -> bytes:
+    """The first bytes of ``path``, after checking that it is a non-empty readable file."""
+    if path.is_dir():
+        raise TraceFormatError(f"{path}: is a directory, not a trace file")
+    if not path.exists():
+        raise TraceFormatError(f"{path}: no such file")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError as e:
+        raise TraceFormatError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if not head:
+        raise TraceFormatError(f"{path}: is empty (0 bytes), not a trace file")
+    return head
+
+
+def _json_hint(head: bytes) -> str:
+    if head.lstrip()[:1] in (b"{", b"["):
+        return ("; this looks like JSON, e.g. a Perfetto/Chrome trace for ui.perfetto.dev, which wsim writes "
+                "but does not read back: plot the .npz trace instead (wsim simulate --trace run.npz)")
+    if head[:2] == b"\x1f\x8b":
+        return "; this is gzip data, e.g. a .json.gz Perfetto trace, which wsim writes but does not read back"
+    return ""
+
+
+def _parse_meta(path: Path, arr: np.ndarray) -> dict[str, Any]:
+    if arr.ndim != 0 or arr.dtype.kind != "U":
+        raise TraceFormatError(f"{path}: meta must be one JSON string, got an array of shape {arr.shape} "
+                               f"({arr.dtype})")
+    try:
+        meta = json.loads(str(arr))
+    except ValueError as e:
+        raise TraceFormatError(f"{path}: meta is not valid JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise TraceFormatError(f"{path}: meta must be a JSON object, got {type(meta).__name__}")
+    clk = meta.get("clock_ghz")
+    if clk is not None and (isinstance(clk, bool) or not isinstance(clk, (int, float)) or not clk > 0
+                            or not np.isfinite(clk)):
+        raise TraceFormatError(f"{path}: meta clock_ghz={clk!r}: must be a positive number")
+    return meta
+
+
+def _check_columns(path: Path, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    cols: dict[str, np.ndarray] = {}
+    n = None
+    for c in COLUMNS:
+        a = raw[c]
+        if a.ndim != 1:
+            raise TraceFormatError(f"{path}: column {c!r} has shape {a.shape}; columns are one-dimensional")
+        if n is None:
+            n = len(a)
+        elif len(a) != n:
+            raise TraceFormatError(f"{path}: column {c!r} has {len(a)} rows, column 'sm' has {n}")
+        kind = a.dtype.kind
+        if c in _STR_COLUMNS:
+            if len(a) and kind != "U":
+                raise TraceFormatError(f"{path}: column {c!r} holds {a.dtype}; expected strings")
+            a = a.astype(str)
+        elif c in _INT_COLUMNS:
+            if len(a) and kind not in "iu":
+                raise TraceFormatError(f"{path}: column {c!r} holds {a.dtype}; expected integers")
+            a = a.astype(np.int64)
+        else:
+            if len(a) and kind not in "fiu":
+                raise TraceFormatError(f"{path}: column {c!r} holds {a.dtype}; expected numbers")
+            a = a.astype(np.float64)
+        cols[c] = a
+    bad = sorted(set(np.unique(cols["kind"]).tolist()) - set(KINDS))
+    if bad:
+        raise TraceFormatError(f"{path}: unknown span kind {bad[0]!r}; kinds are {', '.join(KINDS)}")
+    start, end = cols["start_ns"], cols["end_ns"]
+    finite = np.isfinite(start) & np.isfinite(end)
+    if not finite.all():
+        i = int(np.flatnonzero(~finite)[0])
+        raise TraceFormatError(f"{path}: row {i}: start_ns/end_ns = {start[i]}/{end[i]}: span times must be finite")
+    backwards = end < start
+    if backwards.any():
+        i = int(np.flatnonzero(backwards)[0])
+        raise TraceFormatError(f"{path}: row {i}: ends at {end[i]} ns, before it starts ({start[i]} ns)")
+    if n and cols["sm"].min() < 0:
+        i = int(np.argmin(cols["sm"]))
+        raise TraceFormatError(f"{path}: row {i}: sm={cols['sm'][i]}: SM numbers are >= 0")
+    return cols
+
+
+def _check_counters(path: Path, raw: dict[str, np.ndarray]) -> list[tuple]:
+    present = [c for c in _COUNTER_COLUMNS if f"counter_{c}" in raw]
+    if not present:
+        return []
+    if len(present) != len(_COUNTER_COLUMNS):
+        missing = [c for c in _COUNTER_COLUMNS if c not in present]
+        raise TraceFormatError(f"{path}: counter columns {['counter_' + c for c in missing]} are missing")
+    arrs = {c: raw[f"counter_{c}"] for c in _COUNTER_COLUMNS}
+    lengths = {c: (a.shape, a.dtype.kind) for c, a in arrs.items()}
+    if any(a.ndim != 1 for a in arrs.values()) or len({a.shape for a in arrs.values()}) != 1:
+        raise TraceFormatError(f"{path}: counter columns differ in shape: {lengths}")
+    expect = {"sm": "iu", "name": "U", "cycle": "fiu", "ns": "fiu", "value": "fiu"}
+    for c, a in arrs.items():
+        if len(a) and a.dtype.kind not in expect[c]:
+            raise TraceFormatError(f"{path}: counter column 'counter_{c}' holds {a.dtype}")
+    lists = [arrs[c].tolist() for c in _COUNTER_COLUMNS]
+    return [tuple(r) for r in zip(*lists, strict=True)]
 
 
 def _json_default(o: Any) -> Any:

@@ -5,38 +5,71 @@
     wsim simulate --config my.toml --json
     wsim simulate --arrival-count clc.empty=224      # what if the CLC count forgot the cluster factor?
     wsim plot ...                      # timelines, stage occupancy, stall breakdowns, Perfetto
+    wsim validate                      # the SM90 model against a run measured on the H200
 
 Every config field is a flag (``--mma-tile-n 128``); a TOML file may set them too, in a
-``[config]`` table, with arch constant overrides in ``[arch]`` and protocol knobs in ``[knobs]``.
-Flags win over the file. Bad input prints one line naming the value and the rule, and exits 2.
+``[config]`` table, with the arch name and constant overrides in ``[arch]`` and protocol knobs in
+``[knobs]``. Flags win over the file. Values are never converted: a count is an integer, a switch
+is true/false.
+
+Exit codes (:data:`EXIT_CODES`): 0 done; 2 bad input (usage or config: one line naming the value
+and the rule it breaks); 3 the run deadlocked; 4 the run finished but arrivals landed in the wrong
+barrier phase (protocol violations); 1 an internal error (a bug in wsim, said so in one line);
+130 interrupted.
+
+Sub-commands are registered in :data:`COMMANDS` (name -> (add_parser, run)); ``build_parser``
+adds them in order and ``main`` dispatches on the name.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
-from dataclasses import MISSING, fields
-from typing import Any
+import time
+from collections.abc import Callable
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any, TextIO
 
+from simulator.engine.run import DEFAULT_MAX_EVENTS, estimate_events
 from simulator.engine.trace import TraceFormatError
-from simulator.errors import ConfigError
-from simulator.kernels.config_io import load_toml
+from simulator.errors import ConfigError, SimulationLimitError
+from simulator.kernels.config_io import config_from_mapping, load_run_file
+from simulator.kernels.gemm_config import field_hints
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec, get_arch
 from simulator.protocol.knobs import ProtocolKnobs
 
-_BOOL_FIELDS = {"use_2sm", "read_c", "overlapping_accum"}
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_DEADLOCK, EXIT_VIOLATIONS, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_CODES = {
+    EXIT_OK: "done",
+    EXIT_INTERNAL: "internal error (a bug in wsim, not in the input)",
+    EXIT_USAGE: "bad input: usage or config error, one line naming the value and the rule",
+    EXIT_DEADLOCK: "the simulated kernel deadlocked",
+    EXIT_VIOLATIONS: "protocol violations (arrivals in the wrong barrier phase) without a deadlock",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+#: A run estimated at more events than this prints the estimate and shows progress on stderr.
+#: The reference engine runs about 100k events/s on this project's 2-core VM
+#: (``python benchmarks/sim_speed.py``), so this is a run of about 3 s or more.
+PROGRESS_MIN_EVENTS = 300_000
+#: File endings ``wsim simulate --trace`` writes: the shared trace format, or Perfetto JSON.
+TRACE_SUFFIXES = (".npz", ".json", ".json.gz")
 
 
 def _config_fields() -> dict[str, tuple[type, tuple[str, ...]]]:
     """field name -> (python type, config classes that have it)."""
     out: dict[str, tuple[type, tuple[str, ...]]] = {}
     for cls in (Sm100GemmConfig, Sm90GemmConfig):
+        hints = field_hints(cls)
         for f in fields(cls):
-            typ = int if ("int" in str(f.type) and f.name not in _BOOL_FIELDS) else (
-                bool if f.name in _BOOL_FIELDS else str)
+            tp = hints[f.name]
+            typ = bool if tp is bool else (str if tp is str else int)
             prev = out.get(f.name, (typ, ()))
             out[f.name] = (typ, prev[1] + (cls.__name__,))
     return out
@@ -48,27 +81,35 @@ def _bool(s: str) -> bool:
         return True
     if v in ("0", "false", "no", "off"):
         return False
-    raise argparse.ArgumentTypeError(f"{s!r} is not a boolean (use true/false)")
+    raise argparse.ArgumentTypeError(f"{s!r} is not a boolean (use true or false)")
 
 
 def _kv(s: str) -> tuple[str, str]:
     if "=" not in s:
         raise argparse.ArgumentTypeError(f"{s!r}: expected NAME=VALUE")
     k, v = s.split("=", 1)
+    if not k.strip():
+        raise argparse.ArgumentTypeError(f"{s!r}: the name before '=' is empty")
     return k.strip(), v.strip()
+
+
+def _max_events(s: str) -> int | None:
+    if not re.fullmatch(r"\s*\+?\d+\s*", s):
+        raise argparse.ArgumentTypeError(f"{s!r} is not a whole number of events (0 = no limit)")
+    n = int(s)
+    return None if n == 0 else n
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (the value and what was expected), exit status 2."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="wsim", description="Cycle-approximate simulator of warp-specialized GEMM kernels")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser)
-    s = sub.add_parser("simulate", help="predict time, throughput, per-role waits and deadlocks of one GEMM")
+# ------------------------------------------------------------------------------------ arguments
+def add_config_arguments(s: argparse.ArgumentParser) -> None:
+    """The inputs of one simulation: arch, TOML file, every config field, arch overrides, knobs."""
     s.add_argument("--arch", default=None, help="b200 (sm100, default) or h200 (sm90)")
     s.add_argument("--config", metavar="FILE.toml", help="TOML file with [config], [arch], [knobs] tables")
     g = s.add_argument_group("kernel config (every field of Sm100GemmConfig / Sm90GemmConfig)")
@@ -86,120 +127,374 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start a producer in another phase, e.g. mainloop=0")
     k.add_argument("--skip-release", action="append", default=[], metavar="PIPE",
                    help="consumers of this pipeline never release a stage")
-    k.add_argument("--no-clc-throttle", action="store_true", help="Sched does not wait for the CLC throttle")
+    k.add_argument("--no-clc-throttle", action="store_true",
+                   help="Sched does not wait for the CLC throttle (SM100 with the clc scheduler only)")
+
+
+def add_run_arguments(s: argparse.ArgumentParser) -> None:
+    """How a simulation runs: its event budget."""
+    s.add_argument("--max-events", type=_max_events, default=DEFAULT_MAX_EVENTS, metavar="N",
+                   help=f"stop a run that needs more than N events (default {DEFAULT_MAX_EVENTS:,}; 0 = no "
+                        "limit); runs estimated above it are refused before they start")
+
+
+def _add_simulate_parser(sub) -> argparse.ArgumentParser:
+    s = sub.add_parser("simulate", help="predict time, throughput, per-role waits and deadlocks of one GEMM",
+                       description="Simulate one GEMM launch. Exit codes: "
+                                   + "; ".join(f"{c} {d}" for c, d in EXIT_CODES.items()))
+    add_config_arguments(s)
+    add_run_arguments(s)
     s.add_argument("--json", action="store_true", help="print machine-readable results")
-    s.add_argument("--trace", metavar="FILE", help="write the run in the shared trace format (.npz, or .json for Perfetto)")
+    s.add_argument("--trace", metavar="FILE",
+                   help="write the run in the shared trace format (.npz), or as Perfetto JSON (.json, .json.gz)")
     s.add_argument("--trace-sms", metavar="LIST", help="SMs to trace, e.g. 0-7,64 (default: all)")
+    return s
+
+
+def _add_plot_parser(sub) -> argparse.ArgumentParser:
     from simulator.views.plot_cli import add_plot_parser
-    add_plot_parser(sub)
+    return add_plot_parser(sub)
+
+
+def _add_validate_parser(sub) -> argparse.ArgumentParser | None:
     try:
         from validation.compare import add_validate_parser
     except ImportError:  # pragma: no cover - validation is installed with the package
-        pass
-    else:
-        add_validate_parser(sub)
+        return None
+    return add_validate_parser(sub)
+
+
+def _run_plot(args) -> int:
+    from simulator.views.plot_cli import run_plot
+    return run_plot(args)
+
+
+def _run_validate(args) -> int:
+    from validation.compare import run_validate
+    return run_validate(args)
+
+
+def cmd_simulate(args) -> int:
+    return simulate_command(args)
+
+
+#: name -> (add the sub-parser to argparse's sub-parsers, run it with the parsed args -> exit code).
+COMMANDS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int]]] = {
+    "simulate": (_add_simulate_parser, cmd_simulate),
+    "plot": (_add_plot_parser, _run_plot),
+    "validate": (_add_validate_parser, _run_validate),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="wsim", description="Cycle-approximate simulator of warp-specialized GEMM kernels",
+                epilog="exit codes: " + "; ".join(f"{c} {d}" for c, d in EXIT_CODES.items()))
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    for add, _ in COMMANDS.values():
+        add(sub)
     return p
 
 
-def _coerce(name: str, value: Any, typ: type) -> Any:
-    if value is None or isinstance(value, typ):
-        return value
-    if typ is bool:
-        if isinstance(value, str):
-            return _bool(value)
-        raise ConfigError(f"config field {name}={value!r}: expected true or false")
-    try:
-        return typ(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"config field {name}={value!r}: expected {typ.__name__}") from None
+# ------------------------------------------------------------------------------------ inputs
+def _warn(message: str) -> None:
+    print(f"wsim: warning: {message}", file=sys.stderr)
 
 
-def resolve_inputs(args) -> tuple[Any, ArchSpec, ProtocolKnobs]:
-    """Config, arch and knobs from the TOML file and the flags (flags win)."""
-    file: dict[str, Any] = load_toml(args.config) if args.config else {}
-    unknown = set(file) - {"config", "arch", "knobs"}
-    if unknown:
-        raise ConfigError(f"{args.config}: unknown table(s) {sorted(unknown)}; allowed: [config], [arch], [knobs]")
-    arch_table = dict(file.get("arch", {}))
-    arch_name = args.arch or arch_table.pop("name", None) or "b200"
-    arch = get_arch(arch_name)
-    overrides = {k: v for k, v in arch_table.items()}
-    overrides.update({k: v for k, v in args.arch_set})
-    if overrides:
-        arch = arch.with_overrides(overrides, origin="--arch-set/[arch]")
+def _number(option: str, key: str, text: str) -> int | float:
+    """An arch override from the command line: an integer or a decimal number, nothing else."""
+    t = text.strip()
+    if re.fullmatch(r"[+-]?\d+", t):
+        return int(t)
+    if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", t):
+        return float(t)
+    raise ConfigError(f"{option} {key}={text!r}: expected a number")
+
+
+def _integer(option: str, key: str, text: str) -> int:
+    t = text.strip()
+    if not re.fullmatch(r"[+-]?\d+", t):
+        raise ConfigError(f"{option} {key}={text!r}: expected an integer")
+    return int(t)
+
+
+def _resolve_arch(args, arch_table: dict, where: str) -> ArchSpec:
+    file_name = arch_table.pop("name", None)
+    if file_name is not None and not isinstance(file_name, str):
+        raise ConfigError(f"[arch] name = {file_name!r} in {where}: expected a string such as \"b200\" or \"h200\"")
+    if args.arch and file_name:
+        a, b = get_arch(args.arch), get_arch(file_name)
+        if a.name != b.name:
+            raise ConfigError(f"--arch {args.arch} conflicts with [arch] name = {file_name!r} in {where}: "
+                              "give one architecture (the flag or the file)")
+    arch = get_arch(args.arch or file_name or "b200")
+    if arch_table:
+        arch = arch.with_overrides(arch_table, origin=f"[arch] in {where}")
+    cli = {}
+    for key, text in args.arch_set:
+        if key == "name":
+            raise ConfigError(f"--arch-set name={text}: the architecture is chosen with --arch, not overridden")
+        cli[key] = _number("--arch-set", key, text)
+    if cli:
+        arch = arch.with_overrides(cli, origin="--arch-set")
+    return arch
+
+
+def _resolve_config(args, arch: ArchSpec, table: dict, where: str):
     cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
-    valid = {f.name: f for f in fields(cls)}
-    types = _config_fields()
-    values: dict[str, Any] = {}
-    for key, val in dict(file.get("config", {})).items():
-        if key not in valid:
-            raise ConfigError(f"[config] {key}={val!r}: not a field of {cls.__name__}; valid: {', '.join(valid)}")
-        values[key] = _coerce(key, val, types[key][0])
-    for name in types:
+    other = Sm90GemmConfig if cls is Sm100GemmConfig else Sm100GemmConfig
+    valid = {f.name for f in fields(cls)}
+    other_names = {f.name for f in fields(other)} - valid
+    for key in table:
+        if key in other_names:
+            raise ConfigError(f"[config] {key} in {where}: a field of {other.__name__}, not of {cls.__name__} "
+                              f"(arch {arch.name}); use --arch {'h200' if cls is Sm100GemmConfig else 'b200'}")
+    cfg = config_from_mapping(cls, table, f"[config] in {where}")
+    flags: dict[str, Any] = {}
+    for name in _config_fields():
         v = getattr(args, f"cfg_{name}", None)
         if v is None:
             continue
         if name not in valid:
             raise ConfigError(f"--{name.replace('_', '-')}={v}: not a field of {cls.__name__} "
-                              f"(arch {arch.name}); valid: {', '.join(valid)}")
-        values[name] = v
-    for name, f in valid.items():
-        if f.default is MISSING and name not in values:
-            raise ConfigError(f"config field {name} has no default and was not given")
-    cfg = cls(**values)
-    kn = dict(file.get("knobs", {}))
-    arrival = dict(kn.get("arrival_counts", {}))
+                              f"(arch {arch.name}); valid: {', '.join(sorted(valid))}")
+        flags[name] = v
+    return replace(cfg, **flags) if flags else cfg
+
+
+def _resolve_knobs(args, cfg, table: dict, where: str) -> ProtocolKnobs:
+    base = ProtocolKnobs.from_mapping(table, f"[knobs] in {where}")
+    arrival = dict(base.arrival_counts)
     for key, v in args.arrival_count:
-        arrival[key] = v
-    phases = dict(kn.get("producer_start_phase", {}))
+        arrival[key] = _integer("--arrival-count", key, v)
+    phases = dict(base.producer_start_phase)
     for key, v in args.producer_start_phase:
-        phases[key] = v
-    try:
-        arrival = {k: int(v) for k, v in arrival.items()}
-        phases = {k: int(v) for k, v in phases.items()}
-    except ValueError as e:
-        raise ConfigError(f"protocol knob: {e}; counts and phases are integers") from None
+        phases[key] = _integer("--producer-start-phase", key, v)
     knobs = ProtocolKnobs.make(arrival_counts=arrival, producer_start_phase=phases,
-                               skip_release=tuple(kn.get("skip_release", ())) + tuple(args.skip_release),
-                               clc_throttle=bool(kn.get("clc_throttle", True)) and not args.no_clc_throttle)
+                               skip_release=list(base.skip_release) + list(args.skip_release),
+                               clc_throttle=base.clc_throttle and not args.no_clc_throttle)
+    knobs.check_applies(cfg)
+    return knobs
+
+
+def _unused_overrides(cfg, arch: ArchSpec) -> list[str]:
+    """Arch constants overridden by the user that this run never reads, and why."""
+    if cfg.arch_name == "sm90":
+        from simulator.kernels.sm90_tma_ws import Sm90Timing as Timing
+    else:
+        from simulator.kernels.sm100_tma_ws import Sm100Timing as Timing
+    used = set(Timing.constants_used()) | {"smem_bytes_per_cta", "max_cluster_size", "sm_count"}
+    if cfg.arch_name == "sm100":
+        used |= {"tmem_columns", "tmem_lanes"}
+    out = []
+    for c in arch.constants():
+        if c.kind != "override":
+            continue
+        why = ""
+        if c.name not in used:
+            why = f"the {cfg.arch_name.upper()} kernel model does not use it"
+        elif c.name == "clc_query_latency_cycles" and cfg.tile_scheduler != "clc":
+            why = f"tile_scheduler={cfg.tile_scheduler!r} makes no CLC queries"
+        elif c.name == "mma_fp8_factor" and cfg.bits_ab != 8:
+            why = f"dtype_ab={cfg.dtype_ab!r} is not an 8-bit type"
+        if why:
+            out.append(f"arch constant {c.name}={c.value:g} is overridden but has no effect on this run: {why}")
+    return out
+
+
+def resolve_inputs(args, warn: Callable[[str], None] = _warn) -> tuple[Any, ArchSpec, ProtocolKnobs]:
+    """Config, arch and knobs from the TOML file and the flags (flags win); every bad value is a
+    ConfigError, settings that cannot affect the run are errors (knobs) or warnings (arch constants)."""
+    where = args.config or "-"
+    tables = load_run_file(args.config) if args.config else {"config": {}, "arch": {}, "knobs": {}}
+    arch = _resolve_arch(args, dict(tables["arch"]), where)
+    cfg = _resolve_config(args, arch, tables["config"], where)
+    knobs = _resolve_knobs(args, cfg, tables["knobs"], where)
+    for w in _unused_overrides(cfg, arch):
+        warn(w)
     return cfg, arch, knobs
 
 
-def cmd_simulate(args) -> int:
-    from simulator.engine import simulate
+def check_output_file(text: str, option: str, suffixes: tuple[str, ...], what: str) -> Path:
+    """An output path that can be written as given: a file name (not a directory) with one of
+    ``suffixes``, in a directory that exists and is writable. Checked before a run, not after."""
+    p = Path(text)
+    if text.endswith(("/", os.sep)) or p.is_dir():
+        raise ConfigError(f"{option} {text!r}: is a directory; give a file name, e.g. "
+                          f"{p / ('run' + suffixes[0])}")
+    if not p.name.lower().endswith(suffixes):
+        raise ConfigError(f"{option} {text!r}: {what} are written as {', '.join(suffixes)} (the ending picks "
+                          "the format); give a file name with one of these endings")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} is not writable")
+    return p
+
+
+def sms_in_run(cfg, arch: ArchSpec) -> int:
+    """How many SMs a run of resolved ``cfg`` uses: resident clusters x cluster size (SMs 0..n-1)."""
+    from simulator.kernels.scheduler import make_scheduler
+    return make_scheduler(cfg, arch).resident_clusters * cfg.cluster_size
+
+
+def _compact(sms: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    parts, start = [], None
+    for i, s in enumerate(sms):
+        if start is None:
+            start = s
+        if i + 1 == len(sms) or sms[i + 1] != s + 1:
+            parts.append(str(start) if start == s else f"{start}-{s}")
+            start = None
+    return ",".join(parts)
+
+
+def check_trace_sms(text: str, option: str, cfg, arch: ArchSpec, warn: Callable[[str], None] = _warn) -> list[int]:
+    """The SM list of ``option``, checked against the SMs the run uses: none of them is an error,
+    some missing is a warning."""
     from simulator.views.plot_cli import PlotArgError, parse_sm_list
+    try:
+        sms = parse_sm_list(text, option)
+    except PlotArgError as e:
+        raise ConfigError(str(e)) from None
+    n = sms_in_run(cfg, arch)
+    if sms is None:
+        return list(range(n))
+    inside = sorted({s for s in sms if s < n})
+    if not inside:
+        raise ConfigError(f"{option} {text}: selects no SM of this run, which uses SMs 0-{n - 1} "
+                          f"({n} CTAs resident)")
+    outside = sorted({s for s in sms if s >= n})
+    if outside:
+        warn(f"{option}: SM(s) {_compact(outside)} are not in this run (it uses SMs 0-{n - 1}); "
+             f"tracing SM(s) {_compact(inside)}")
+    return inside
+
+
+# ------------------------------------------------------------------------------------ progress
+class ProgressReporter:
+    """Shows how far a long run is on ``stream`` (stderr): a one-line bar redrawn in place on a
+    terminal; elsewhere (a log, a pipe) a line at every further 10% of the output tiles."""
+
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.width = width
+        self.t0 = time.monotonic()
+        self.next_step = 0.1
+        self.drawn = False
+
+    def __call__(self, fraction: float) -> None:
+        fraction = min(1.0, max(0.0, float(fraction)))
+        elapsed = time.monotonic() - self.t0
+        if self.tty:
+            filled = int(round(fraction * self.width))
+            self.stream.write(f"\rwsim: [{'#' * filled}{'.' * (self.width - filled)}] {100 * fraction:3.0f}%  "
+                              f"{elapsed:.1f} s")
+            self.stream.flush()
+            self.drawn = True
+        elif fraction >= self.next_step:
+            self.stream.write(f"wsim: {100 * fraction:.0f}% of the output tiles done after {elapsed:.1f} s\n")
+            self.stream.flush()
+            while self.next_step <= fraction:
+                self.next_step += 0.1
+
+    def close(self) -> None:
+        if self.tty and self.drawn:
+            self.stream.write("\r" + " " * (self.width + 24) + "\r")
+            self.stream.flush()
+
+
+def progress_for(cfg, max_events: int | None, stream: TextIO | None = None) -> ProgressReporter | None:
+    """For a run of resolved ``cfg`` estimated above :data:`PROGRESS_MIN_EVENTS`: print the estimate
+    and return a reporter for ``simulate(progress=...)``; None for a short run (or one the event
+    budget refuses: the refusal says the estimate)."""
+    stream = stream if stream is not None else sys.stderr
+    est = estimate_events(cfg)
+    if est < PROGRESS_MIN_EVENTS or (max_events is not None and est > max_events):
+        return None
+    limit = f"; stops at max_events={max_events:,}" if max_events is not None else ""
+    print(f"wsim: this run simulates about {est:,} events (an estimate, within ~2x{limit}); "
+          "progress follows", file=stream)
+    return ProgressReporter(stream)
+
+
+def run_simulation(cfg, arch: ArchSpec, *, knobs: ProtocolKnobs | None = None, max_events: int | None,
+                   **kw) -> Any:
+    """``simulate()`` with an up-front estimate and progress on stderr for a long run."""
+    from simulator.engine import simulate
+    experiments = kw.pop("allow_protocol_experiments", False) or (knobs is not None and not knobs.is_default)
+    r = cfg.resolved(arch)
+    r.can_implement(arch, allow_protocol_experiments=experiments)
+    progress = progress_for(r, max_events)
+    try:
+        return simulate(cfg, arch, knobs=knobs, max_events=max_events, progress=progress,
+                        allow_protocol_experiments=experiments, **kw)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+# ------------------------------------------------------------------------------------ simulate
+def simulate_command(args) -> int:
     from simulator.views.report import format_result
 
     cfg, arch, knobs = resolve_inputs(args)
-    trace_sms = None
-    if args.trace_sms:
-        try:
-            trace_sms = parse_sm_list(args.trace_sms, "--trace-sms")
-        except PlotArgError as e:
-            raise ConfigError(str(e)) from None
-    res = simulate(cfg, arch, knobs=knobs, trace=bool(args.trace), trace_sms=trace_sms)
-    if args.trace and res.trace is not None:
-        if args.trace.endswith((".json", ".json.gz")):
-            from simulator.views.perfetto import write_perfetto
-            from simulator.views.plot_cli import PERFETTO_ALL_SMS_LIMIT
-            from simulator.views.plots import default_sms
-            sms = None
-            if trace_sms is None and len(res.trace) > PERFETTO_ALL_SMS_LIMIT:
-                # A whole 8192^3 run is millions of Perfetto events: keep a few SMs unless asked.
-                sms = default_sms(res.trace)
-                print(f"wsim: note: {len(res.trace)} spans; the Perfetto file keeps SMs "
-                      f"{','.join(map(str, sms))} (use --trace-sms, or a .npz trace and wsim plot)",
-                      file=sys.stderr)
-            write_perfetto(res.trace, args.trace, sms=sms)
-        else:
-            res.trace.save(args.trace)
+    trace_path = check_output_file(args.trace, "--trace", TRACE_SUFFIXES, "traces") if args.trace else None
+    if args.trace_sms and trace_path is None:
+        raise ConfigError(f"--trace-sms {args.trace_sms}: selects the SMs that --trace writes; give --trace FILE too")
+    r = cfg.resolved(arch)
+    r.can_implement(arch, allow_protocol_experiments=not knobs.is_default)
+    trace_sms = check_trace_sms(args.trace_sms, "--trace-sms", r, arch) if args.trace_sms else None
+    res = run_simulation(cfg, arch, knobs=knobs, max_events=args.max_events, trace=trace_path is not None,
+                         trace_sms=trace_sms)
+    written = None
+    if trace_path is not None and res.trace is not None:
+        written = _write_trace(res, trace_path, explicit_sms=trace_sms is not None)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2, default=str))
+        if written is not None:
+            print(f"wsim: trace written to {written}", file=sys.stderr)
     else:
         print(format_result(res))
-        if args.trace:
-            print(f"\ntrace written to {args.trace} ({len(res.trace)} spans simulated)")
-    return 0 if res.deadlock is None else 3
+        if written is not None:
+            print(f"\ntrace written to {written} ({len(res.trace)} spans simulated)")
+    if res.deadlock is not None:
+        return EXIT_DEADLOCK
+    return EXIT_VIOLATIONS if res.violation_count else EXIT_OK
+
+
+def _write_trace(res, path: Path, explicit_sms: bool) -> Path:
+    if len(res.trace) == 0:
+        _warn(f"the trace has no spans; writing an empty trace to {path}")
+    if path.name.lower().endswith((".json", ".json.gz")):
+        from simulator.views.perfetto import write_perfetto
+        from simulator.views.plot_cli import PERFETTO_ALL_SMS_LIMIT
+        from simulator.views.plots import default_sms
+        sms = None
+        if not explicit_sms and len(res.trace) > PERFETTO_ALL_SMS_LIMIT:
+            # A whole 8192^3 run is millions of Perfetto events: keep a few SMs unless asked.
+            sms = default_sms(res.trace)
+            print(f"wsim: note: {len(res.trace)} spans; the Perfetto file keeps SMs "
+                  f"{','.join(map(str, sms))} (use --trace-sms, or a .npz trace and wsim plot)", file=sys.stderr)
+        return Path(write_perfetto(res.trace, path, sms=sms))
+    return Path(res.trace.save(path))
+
+
+# ------------------------------------------------------------------------------------ main
+#: Exceptions that mean bad input (or an output that cannot be written): one line, exit 2.
+def _input_errors() -> tuple[type[BaseException], ...]:
+    from simulator.views.breakdown import SelectionError
+    from simulator.views.plot_cli import PlotArgError
+    return (ConfigError, TraceFormatError, SimulationLimitError, PlotArgError, SelectionError)
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    text = " ".join(str(e).split("\n")).strip()
+    return text or type(e).__name__
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,25 +503,29 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         argv = ["simulate"]
     args = parser.parse_args(argv)
-    try:
-        if args.command == "simulate":
-            return cmd_simulate(args)
-        if args.command == "plot":
-            from simulator.views.plot_cli import run_plot
-            return run_plot(args)
-        if args.command == "validate":
-            from validation.compare import run_validate
-            return run_validate(args)
+    command = COMMANDS.get(args.command or "")
+    if command is None:
         parser.print_help()
-        return 2
-    except (ConfigError, TraceFormatError) as e:
-        print(f"wsim: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"wsim: error: {e.filename or e}: no such file", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # output piped into head & co.
-        return 0
+        return EXIT_USAGE
+    try:
+        return command[1](args)
+    except _input_errors() as e:
+        print(f"wsim: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):  # output piped into head & co.
+            return EXIT_OK
+        print(f"wsim: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\nwsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bug: one line that says so; WSIM_TRACEBACK=1 shows where
+        if os.environ.get("WSIM_TRACEBACK"):
+            raise
+        print(f"wsim: internal error (a bug in wsim, not in your input): {type(e).__name__}: {_one_line(e)} "
+              "(set WSIM_TRACEBACK=1 to see where)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

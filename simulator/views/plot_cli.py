@@ -53,13 +53,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output file: .png/.svg/.pdf for plots, .json or .json.gz for perfetto "
                         "(default: wsim_<what>.png, wsim_trace.json)")
     p.add_argument("--labels", default=None, metavar="A,B", help="names of the two traces in a comparison")
-    p.add_argument("--pipeline", default="mainloop", help="pipeline for --what occupancy (default mainloop)")
+    p.add_argument("--pipeline", default=None, help="pipeline for --what occupancy (default mainloop)")
     p.add_argument("--per-sm", action="store_true", help="stall breakdown per SM instead of summed")
     g = p.add_argument_group("simulate when no trace is given")
     g.add_argument("--arch", default=None, help="b200 (default) or h200")
     g.add_argument("--m", type=int, default=None, dest="plot_m", metavar="M", help="GEMM M (default: the config default)")
     g.add_argument("--n", type=int, default=None, dest="plot_n", metavar="N")
     g.add_argument("--k", type=int, default=None, dest="plot_k", metavar="K")
+    from simulator.views.cli import add_run_arguments
+    add_run_arguments(g)
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -132,28 +134,42 @@ def _load(path: str):
 
 
 def _simulate(args, sms: list[int] | None):
-    try:
-        from simulator.engine import simulate
-    except ImportError as e:
-        raise PlotArgError(f"no trace given and the simulator is not available to make one ({e}); "
-                           "pass a trace file (.npz)") from None
     from simulator.kernels.sm90_config import Sm90GemmConfig
     from simulator.kernels.sm100_config import Sm100GemmConfig
     from simulator.machine.arch import get_arch
+    from simulator.views.cli import check_trace_sms, run_simulation
 
     arch = get_arch(args.arch or "b200")
     cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
     kw = {k: v for k, v in (("m", args.plot_m), ("n", args.plot_n), ("k", args.plot_k)) if v is not None}
     cfg = cls(**kw)
+    r = cfg.resolved(arch)
+    r.can_implement(arch)
+    if sms is not None:
+        sms = check_trace_sms(args.sms, "--sms", r, arch,
+                              warn=lambda m: print(f"wsim plot: warning: {m}", file=sys.stderr))
     print(f"simulating {cfg.m}x{cfg.n}x{cfg.k} on {arch.name} ...", file=sys.stderr)
-    try:
-        res = simulate(cfg, arch, trace=True, trace_sms=sms)
-    except Exception as e:  # a config the model rejects, or a model bug: one line, not a traceback
-        raise PlotArgError(f"simulating {cfg.m}x{cfg.n}x{cfg.k} on {arch.name} failed: "
-                           f"{type(e).__name__}: {e}") from None
+    res = run_simulation(cfg, arch, max_events=getattr(args, "max_events", None), trace=True, trace_sms=sms)
     if res.trace is None or len(res.trace) == 0:
         raise PlotArgError("the simulation produced no trace")
     return res.trace
+
+
+def trace_pipelines(trace) -> list[str]:
+    """The pipelines whose stage occupancy ``trace`` can show (counters, or spans to derive it from)."""
+    from simulator.protocol.knobs import PIPELINES
+    from simulator.views.breakdown import occupancy_series
+
+    sms = sorted(set(trace.columns()["sm"].tolist()))[:1]
+    return [p for p in PIPELINES if sms and occupancy_series(trace, p, sms=sms)[0]]
+
+
+def use_headless_backend() -> None:
+    """The command line only writes files: draw with Agg (no display needed). Picked here, where a
+    command runs, not when the plotting module is imported, so notebooks keep their inline figures."""
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
 def _output(args, what: str) -> Path:
@@ -184,21 +200,20 @@ def _labels(args, paths: list[str], traces: list) -> tuple[str, str]:
 
 
 def run_plot(args) -> int:
-    """Run ``wsim plot`` with parsed ``args``; returns the exit code (2 on bad input)."""
+    """Run ``wsim plot`` with parsed ``args``; returns the exit code (2 on bad input, one line)."""
     from simulator.engine.trace import TraceFormatError
+    from simulator.errors import ConfigError, SimulationLimitError
     from simulator.views.breakdown import SelectionError
 
+    use_headless_backend()
     try:
         return _run(args)
-    except (PlotArgError, SelectionError, TraceFormatError) as e:
-        print(f"wsim plot: error: {e}", file=sys.stderr)
+    except (PlotArgError, SelectionError, TraceFormatError, ConfigError, SimulationLimitError) as e:
+        print(f"wsim plot: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    except Exception as e:  # ConfigError from the simulator, matplotlib save errors, ...
-        name = type(e).__name__
-        if name in ("ConfigError",) or isinstance(e, (OSError, ValueError)):
-            print(f"wsim plot: error: {e}", file=sys.stderr)
-            return 2
-        raise
+    except OSError as e:  # an output that cannot be written
+        print(f"wsim plot: error: {e.filename + ': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
+        return 2
 
 
 def _run(args) -> int:
@@ -216,6 +231,17 @@ def _run(args) -> int:
         raise PlotArgError(f"--what compare needs two trace files (got {len(args.traces)})")
     if what != "compare" and len(args.traces) == 2:
         raise PlotArgError(f"--what {what} takes one trace (got 2); use --what compare for two")
+    not_applying = [
+        (args.pipeline is not None and what != "occupancy", f"--pipeline applies to --what occupancy, not {what}"),
+        (args.per_sm and what != "stalls", f"--per-sm applies to --what stalls, not {what}"),
+        (args.labels is not None and what != "compare", f"--labels applies to --what compare, not {what}"),
+        (bool(args.traces) and any(v is not None for v in (args.plot_m, args.plot_n, args.plot_k, args.arch)),
+         "--m/--n/--k/--arch choose what to simulate when no trace file is given; a trace file was given"),
+    ]
+    for applies_not, why in not_applying:
+        if applies_not:
+            raise PlotArgError(why)
+    args.pipeline = args.pipeline or "mainloop"
     sms = parse_sm_list(args.sms) if args.sms else None
     out = _output(args, what)
 
@@ -239,6 +265,11 @@ def _run(args) -> int:
     elif what == "timeline":
         plots.plot_timeline(tr, sms=sms, window_ns=window, path=out)
     elif what == "occupancy":
+        have = trace_pipelines(tr)
+        if args.pipeline not in have:
+            raise PlotArgError(f"--pipeline {args.pipeline!r}: this trace has no stage occupancy for it; it has "
+                               f"{', '.join(have) if have else 'none'} (simulated traces show the mainloop, and "
+                               "epi_load when C is read)")
         plots.plot_stage_occupancy(tr, args.pipeline, sms=sms, window_ns=window, path=out)
     elif what == "stalls":
         bd = role_breakdown(tr, sms=sms, window_ns=window, per_sm=args.per_sm)
@@ -262,9 +293,9 @@ def _run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="wsim plot", description=__doc__.split("\n\n")[0])
-    _add_arguments(p)
-    return run_plot(p.parse_args(argv))
+    from simulator.views.cli import main as wsim_main
+
+    return wsim_main(["plot", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":  # pragma: no cover

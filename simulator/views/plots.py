@@ -2,7 +2,8 @@
 
 Every function takes a :class:`~simulator.engine.trace.Trace` (simulated or measured: same format),
 returns the matplotlib ``Figure`` and saves it when given ``path`` (``.png``, ``.svg``, ``.pdf``).
-The Agg backend is used and nothing is shown on screen.
+Importing this module does not pick a matplotlib backend: a notebook shows the figures inline,
+and the command line (``wsim plot``) chooses the headless Agg backend itself.
 
 Colours are one per span kind (:data:`KIND_COLORS`) in every plot. A wait takes the colour of the
 pipeline it waits on, lightened, and a hatch that says which side is waiting: ``////`` on a
@@ -19,17 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import to_rgb
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.colors import to_rgb  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from simulator.engine.trace import Trace  # noqa: E402
-from simulator.views.breakdown import (  # noqa: E402
+from simulator.engine.trace import Trace
+from simulator.views.breakdown import (
     MARKER_KINDS,
     Breakdown,
     SelectionError,
