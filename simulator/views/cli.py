@@ -178,11 +178,20 @@ def cmd_simulate(args) -> int:
     return simulate_command(args)
 
 
+def _lazy(module: str, name: str):
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
 #: name -> (add the sub-parser to argparse's sub-parsers, run it with the parsed args -> exit code).
 COMMANDS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int]]] = {
     "simulate": (_add_simulate_parser, cmd_simulate),
     "plot": (_add_plot_parser, _run_plot),
     "validate": (_add_validate_parser, _run_validate),
+    "sweep": (lambda sub: _lazy("simulator.views.sweep_cli", "add_sweep_parser")(sub),
+              lambda args: _lazy("simulator.views.sweep_cli", "run_sweep_cmd")(args)),
+    "tune": (lambda sub: _lazy("simulator.views.tune_cli", "add_tune_parser")(sub),
+             lambda args: _lazy("simulator.views.tune_cli", "run_tune_cmd")(args)),
 }
 
 

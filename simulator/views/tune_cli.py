@@ -1,0 +1,76 @@
+"""``wsim tune``: rank the candidate configs for one GEMM problem (see simulator.engine.tune).
+
+    wsim tune --m 4096 --n 4096 --k 4096                       # B200, full SM100 space, staged search
+    wsim tune --m 4096 --n 4096 --k 4096 --arch h200 --space hw --out tune.csv
+    wsim tune --m 4096 --n 7168 --k 16384 --dtype fp16 --space gemm-model
+"""
+
+from __future__ import annotations
+
+import sys
+
+from simulator.errors import ConfigError
+
+
+def add_tune_parser(sub):
+    s = sub.add_parser("tune", help="rank the candidate configs of a GEMM problem by predicted time")
+    s.add_argument("--m", required=True, metavar="M", help="problem rows")
+    s.add_argument("--n", required=True, metavar="N", help="problem columns")
+    s.add_argument("--k", required=True, metavar="K", help="reduction extent")
+    s.add_argument("--dtype", default="bf16", help="A/B data type (default bf16); D is the same 16-bit type, "
+                   "or bf16 for 8-bit inputs")
+    s.add_argument("--dtype-d", default=None, help="output type (default: see --dtype)")
+    s.add_argument("--arch", default="b200", help="b200 (sm100, default) or h200 (sm90)")
+    s.add_argument("--arch-set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override an arch constant, e.g. clock_ghz=1.3")
+    s.add_argument("--space", default="full", help="full (default), hw (the SM90 hardware twin's configs) or "
+                   "gemm-model (the 16 B200 configs of hbarclay/gemm-model)")
+    s.add_argument("--search", default="auto", help="auto (default: exhaustive for small spaces), staged or exhaustive")
+    s.add_argument("--beam", default="2", metavar="N", help="best configs each later search stage starts from (default 2)")
+    s.add_argument("--no-prune", action="store_true", help="simulate candidates the bound rules out too")
+    s.add_argument("--top", default="10", metavar="N", help="rows of the printed table (default 10)")
+    s.add_argument("--out", metavar="FILE", help="write the whole ranked table (.csv, .json or .jsonl)")
+    s.add_argument("--workers", metavar="N", help="worker processes (default: every CPU this process may use)")
+    s.add_argument("--backend", default="process", help="process (default), serial or ray")
+    s.add_argument("--max-events", metavar="N", help="event budget of each run")
+    s.add_argument("--engine", default=None, help="simulation engine: fast or reference (default: simulate's)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return s
+
+
+def run_tune_cmd(args) -> int:
+    from simulator.engine.sweep import BACKENDS, FORMATS
+    from simulator.engine.tune import SEARCHES, tune
+    from simulator.kernels.space import SPACES
+    from simulator.views.sweep_cli import arch_from_args, positive_int
+
+    m = positive_int(args.m, "--m")
+    n = positive_int(args.n, "--n")
+    k = positive_int(args.k, "--k")
+    top = positive_int(args.top, "--top")
+    beam = positive_int(args.beam, "--beam")
+    workers = positive_int(args.workers, "--workers") if args.workers is not None else None
+    max_events = positive_int(args.max_events, "--max-events") if args.max_events is not None else ...
+    if args.space not in SPACES:
+        raise ConfigError(f"--space={args.space!r}: unknown; valid: {', '.join(SPACES)}")
+    if args.search not in SEARCHES:
+        raise ConfigError(f"--search={args.search!r}: unknown; valid: {', '.join(SEARCHES)}")
+    if args.backend not in BACKENDS:
+        raise ConfigError(f"--backend={args.backend!r}: unknown; valid: {', '.join(BACKENDS)}")
+    if args.engine is not None and args.engine not in ("fast", "reference"):
+        raise ConfigError(f"--engine={args.engine!r}: unknown; valid: fast, reference")
+    if args.out and not args.out.lower().endswith(FORMATS):
+        raise ConfigError(f"--out {args.out}: unknown format; valid: {', '.join(FORMATS)}")
+    arch = arch_from_args(args.arch, args.arch_set)
+    res = tune(m, n, k, dtype=args.dtype, dtype_d=args.dtype_d, arch=arch, space=args.space, top=top,
+               search=args.search, beam=beam, prune=False if args.no_prune else None, workers=workers,
+               progress=not args.no_progress, backend=args.backend, max_events=max_events, engine=args.engine,
+               on_interrupt="return")
+    print(res.table(top))
+    if args.out:
+        res.write(args.out)
+        print(f"\nthe whole table ({len(res.rows)} rows) written to {args.out}")
+    if res.interrupted:
+        print("wsim: tune interrupted: the table holds what had finished", file=sys.stderr)
+        return 130
+    return 0 if res.best is not None else 2
