@@ -2,6 +2,9 @@
 
     python -m validation.microbench --out DIR      # on the GPU machine; writes DIR/microbench.json
 
+(validation/microbench.py until the v2 microbenchmarks moved it here; the JSON it wrote is
+validation/results/h200_microbench.json.)
+
 What it measures (each with the SM clock NVML reported meanwhile, since rates per cycle are what
 the simulator uses):
 

@@ -1,0 +1,180 @@
+"""Run every microbenchmark family on the GPU and write one JSON (+ a Markdown table).
+
+    python -m validation.microbench.run --out OUT [--quick] [--budget-s 330] [--families wgmma,tma]
+    python -m validation.microbench.run --dry-run      # CPU: build every kernel, print the plan
+
+Each family runs in a child process with its own time limit (a fault or a hang loses that family
+only); whatever finished within ``--budget-s`` is written. Output: ``OUT/h200_microbench_v2.json``
+(metadata, per-family results, and ``quantities``: every named result with value, unit and method)
+and ``OUT/h200_microbench_v2.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: Family -> (module, seconds it may take in a full run). Order: cheapest first.
+FAMILIES = {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue": 90, "tma": 120}
+OUT_NAME = "h200_microbench_v2"
+
+
+def _nvidia_smi() -> dict:
+    q = "name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu"
+    try:
+        p = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
+                           text=True, timeout=20)
+        vals = [v.strip() for v in p.stdout.strip().splitlines()[0].split(",")]
+        return dict(zip(q.split(","), vals, strict=False))
+    except Exception as e:  # noqa: BLE001 - reported, not fatal
+        return {"error": f"{type(e).__name__}: {e}"[:200]}
+
+
+def _versions() -> dict:
+    v = {"python": platform.python_version()}
+    for mod in ("cuda.bindings", "numpy", "cutlass"):
+        try:
+            m = importlib.import_module(mod)
+            v[mod] = getattr(m, "__version__", "?")
+        except Exception as e:  # noqa: BLE001
+            v[mod] = f"not importable ({type(e).__name__})"
+    try:
+        from .build import nvcc
+        exe = nvcc()
+        if exe:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+            v["nvcc"] = out.strip().splitlines()[-1]
+    except Exception as e:  # noqa: BLE001
+        v["nvcc"] = f"? ({type(e).__name__})"
+    return v
+
+
+def run_family(name: str, part: Path, quick: bool) -> int:
+    """Child process: one family on the GPU -> ``part`` (JSON)."""
+    from .driver import Gpu
+    gpu = Gpu()
+    mod = importlib.import_module(f"validation.microbench.{name}")
+    t0 = time.time()
+    res = mod.measure(gpu, quick=quick)
+    res["seconds"] = round(time.time() - t0, 1)
+    res["device"] = {"name": gpu.name, "sm_count": gpu.sm_count, "l2_bytes": gpu.l2_bytes,
+                     "smem_optin": gpu.smem_optin, "smem_per_sm": gpu.smem_per_sm,
+                     "cuda_driver_version": gpu.driver_version}
+    part.write_text(json.dumps(res, default=_jsonable))
+    return 0
+
+
+def _jsonable(x):
+    try:
+        import numpy as np
+        if isinstance(x, np.generic):
+            return x.item()
+        if isinstance(x, np.ndarray):
+            return x.tolist()
+    except ImportError:
+        pass
+    raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
+
+
+def effective_clock(results: dict) -> dict:
+    """Median of every ``clock_mhz`` a family recorded (per launch), and the clock family's own figure."""
+    seen: list[float] = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "clock_mhz" and isinstance(v, (int, float)):
+                    seen.append(float(v))
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(results)
+    seen.sort()
+    return {"median_mhz_over_launches": seen[len(seen) // 2] if seen else None,
+            "min_mhz": seen[0] if seen else None, "max_mhz": seen[-1] if seen else None, "launches": len(seen)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=".", help="directory for h200_microbench_v2.json/.md")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="hard limit for the whole run")
+    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset")
+    ap.add_argument("--dry-run", action="store_true", help="build every kernel and print the plan (no GPU)")
+    ap.add_argument("--family", help=argparse.SUPPRESS)
+    ap.add_argument("--part", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.family:
+        return run_family(a.family, Path(a.part), a.quick)
+    fams = [f for f in a.families.split(",") if f]
+    bad = [f for f in fams if f not in FAMILIES]
+    if bad:
+        print(f"--families: unknown {bad}; valid: {', '.join(FAMILIES)}", file=sys.stderr)
+        return 2
+    from .build import build_all
+    t_start = time.time()
+    problems = build_all()
+    print(f"[run] built {len(problems)} kernel modules in {time.time() - t_start:.1f} s", flush=True)
+    if a.dry_run:
+        for f in fams:
+            mod = importlib.import_module(f"validation.microbench.{f}")
+            print(f"[run] {f}: {mod.__doc__.strip().splitlines()[0]} (limit {FAMILIES[f]} s)")
+        return 0
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command": "python -m validation.microbench.run --out OUT" + (" --quick" if a.quick else ""),
+            "nvidia_smi_before": _nvidia_smi(), "versions": _versions(), "host": platform.node()}
+    results: dict = {}
+    status: dict = {}
+    for f in fams:
+        left = a.budget_s - (time.time() - t_start) - 10
+        if left < 5:
+            status[f] = "skipped: out of time"
+            continue
+        limit = min(left, FAMILIES[f] * (0.5 if a.quick else 1.0) + 15)
+        part = out / f"part_{f}.json"
+        cmd = [sys.executable, "-m", "validation.microbench.run", "--family", f, "--part", str(part)]
+        if a.quick:
+            cmd.append("--quick")
+        t0 = time.time()
+        try:
+            p = subprocess.run(cmd, timeout=limit, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        status[f] = {"rc": rc, "seconds": round(time.time() - t0, 1), "limit_s": round(limit, 1)}
+        if part.exists():
+            results[f] = json.loads(part.read_text())
+            part.unlink()
+        print(f"[run] {f}: {status[f]}", flush=True)
+    meta["nvidia_smi_after"] = _nvidia_smi()
+    meta["family_status"] = status
+    dev = next((r.pop("device") for r in results.values() if "device" in r), {})
+    for r in results.values():
+        r.pop("device", None)
+    meta["device"] = dev
+    meta["effective_sm_clock"] = effective_clock(results)
+    quantities = {}
+    for f, r in results.items():
+        for k, v in r.pop("quantities", {}).items():
+            quantities[k] = {**v, "family": f}
+    doc = {"meta": meta, "quantities": quantities, "results": results}
+    (out / f"{OUT_NAME}.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
+    from .report import markdown
+    (out / f"{OUT_NAME}.md").write_text(markdown(doc))
+    print(f"[run] wrote {out / OUT_NAME}.json with {len(quantities)} quantities in {time.time() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
