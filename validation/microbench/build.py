@@ -62,7 +62,7 @@ def compile_module(name: str, *, force: bool = False) -> tuple[Path, str]:
     exe = nvcc()
     if exe is None:
         raise RuntimeError(f"kernel module {name}: no cubin in {build_dir()} and no nvcc on PATH to build it")
-    cmd = [exe, *ARCH_FLAGS, "-cubin", "-O3", "-std=c++17", "-lineinfo", "-diag-suppress", "550", "-Xptxas", "-v", "-I", str(CUDA_DIR),
+    cmd = [exe, *ARCH_FLAGS, "-cubin", "-O3", "-std=c++17", "-diag-suppress", "550", "-Xptxas", "-v", "-I", str(CUDA_DIR),
            "-o", str(out), str(src)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     report = p.stdout + p.stderr
