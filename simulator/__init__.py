@@ -27,6 +27,9 @@ _PUBLIC = {
     "ProtocolKnobs": "simulator.protocol.knobs",
     "ConfigError": "simulator.errors",
     "Trace": "simulator.engine.trace",
+    "tune": "simulator.engine.tune",
+    "TuneResult": "simulator.engine.tune",
+    "run_sweep": "simulator.engine.sweep",
 }
 
 __all__ = sorted(_PUBLIC)
