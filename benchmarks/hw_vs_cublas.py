@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         res = json.loads(Path(a.table).read_text())
         print(bench_markdown(res["bench"], res["env"]))
         return 0
+    from validation.timing import require_cuda_gpu
+    require_cuda_gpu("benchmarks/hw_vs_cublas.py")
     from validation import collect
     rc = collect.main(["--out", a.out, "--phase", "bench", *(["--quick"] if a.quick else [])])
     res = json.loads((Path(a.out) / collect.RESULTS).read_text())

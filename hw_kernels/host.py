@@ -2,14 +2,23 @@
 
 Needs nvidia-cutlass-dsl and torch. ``compile_sm90`` works without a GPU (it then compiles for sm_90a
 against a fake stream and CPU tensors; the result can only be inspected: ``.ptx``, cubin).
+
+Launch paths (``Runner``), host time per launch measured on the H200 by ``validation/campaign.py``:
+``launch_plain`` calls the compiled function with CuTe tensors (the DSL converts and checks every
+argument on every call); ``launch`` replays arguments the DSL marshalled once in ``prepare``
+(``generate_execution_args`` + a device-bound executor: only the C launch remains); ``graph`` captures
+launches into a CUDA graph. All three launch the same kernel with the same arguments.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+
+from simulator.errors import ConfigError
 
 from . import records as R
+from .rules import can_implement
 from .schedule import StaticSchedule, ceil_div, static_schedule
 
 #: KernelConfig.name() of an uninstrumented kernel.
@@ -39,7 +48,8 @@ class KernelConfig:
     instrument_roles: str = "all"  # diagnostics: which roles write K-block records (level >= 2)
 
     def name(self) -> str:
-        lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-kblock-epi"}[self.instrument]
+        lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-kblock-epi",
+               R.LEVEL_SPAN: "_trace-span"}[self.instrument]
         st = "" if self.mainloop_stages is None else f"_s{self.mainloop_stages}"
         st += "" if self.epilogue_store_stages == 4 else f"_st{self.epilogue_store_stages}"
         lvl += "" if self.instrument_roles == "all" else f"-{self.instrument_roles}"
@@ -61,6 +71,11 @@ class KernelConfig:
                    epilogue_tile_n=int(en), mainloop_stages=int(st) if st else None,
                    epilogue_store_stages=int(sst) if sst else 4)
 
+    def compile_key(self) -> KernelConfig:
+        """The fields one compiled kernel serves: raster and swizzle are run-time arguments of the
+        kernel (``StaticSchedule.kernel_args()``), so every raster and swizzle share one compile."""
+        return replace(self, raster="heuristic", swizzle=1)
+
     def schedule_for(self, m: int, n: int) -> StaticSchedule:
         return static_schedule(m, n, self.tile_m, self.tile_n, self.cluster_m, self.cluster_n, self.raster,
                                self.swizzle)
@@ -78,6 +93,51 @@ class Compiled:
     stages: int
     ptx: str = ""
     extra: dict = field(default_factory=dict)
+
+    def executor(self):
+        """The compiled function bound to the current device (made once): it launches arguments
+        marshalled beforehand (``Runner.launch``), without the per-call conversion of ``fn(...)``."""
+        if "executor" not in self.extra:
+            self.extra["executor"] = self.fn.to(None)
+        return self.extra["executor"]
+
+
+#: torch dtype names of the kernel's element types.
+_TORCH_DTYPE_NAMES = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
+
+
+def problem_problems(a, b, c, dtype: str) -> list[str]:
+    """Why the kernel cannot compute ``c = a @ b.t()`` for these tensors (empty: it can).
+
+    Each entry names the offending value and the rule: shapes (a is M x K, b is N x K, c is M x N),
+    element types (the compiled ``dtype`` for all three), row-major contiguous 16-byte aligned
+    storage on a CUDA device, and ``Sm90TmaWsGemm.can_implement`` (K and N multiples of 8: TMA
+    rows of 16 bytes). Without this check a problem with N = 17 runs and leaves outputs unwritten.
+    """
+    p = []
+    shapes = [tuple(getattr(t, "shape", ())) for t in (a, b, c)]
+    if any(len(sh) != 2 for sh in shapes):
+        return [f"shapes a{list(shapes[0])}, b{list(shapes[1])}, c{list(shapes[2])}: a, b and c must be "
+                "2-D (a: M x K, b: N x K, c: M x N)"]
+    (m, k), (n, kb), (mc, nc) = shapes
+    if kb != k:
+        p.append(f"b.shape={list(shapes[1])}: b must be N x K with K={k} (a is {m} x {k})")
+    if (mc, nc) != (m, n):
+        p.append(f"c.shape={list(shapes[2])}: c must be M x N = {m} x {n}")
+    want = _TORCH_DTYPE_NAMES.get(dtype, dtype)
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        if str(t.dtype) != want:
+            p.append(f"{name}.dtype={t.dtype}: the kernel was compiled for {dtype} ({want})")
+    p += can_implement(m, n, k)
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        if not t.is_contiguous():
+            p.append(f"{name}.stride()={tuple(t.stride())}: must be row-major contiguous")
+        if t.data_ptr() % 16:
+            p.append(f"{name}.data_ptr()={t.data_ptr():#x}: must be 16-byte aligned (TMA)")
+    devices = {str(t.device) for t in (a, b, c)}
+    if any(not d.startswith("cuda") for d in devices) or len(devices) > 1:
+        p.append(f"devices {sorted(devices)}: a, b and c must be on one CUDA device")
+    return p
 
 
 def _torch_dtype(dtype: str):
@@ -149,51 +209,109 @@ def compile_sm90(cfg: KernelConfig, dtype: str = "fp16", m: int = 512, n: int = 
 
 
 class Runner:
-    """Launches a compiled kernel on torch CUDA tensors, with the trace buffer sized for the problem."""
+    """Launches a compiled kernel on torch CUDA tensors, with the trace buffer sized for the problem.
 
-    def __init__(self, compiled: Compiled):
+    ``config``: the configuration to run when it differs from the compiled one only in raster and
+    swizzle (run-time arguments; ``KernelConfig.compile_key``). ``prepare`` refuses a problem the
+    kernel cannot compute (:func:`problem_problems`) with a one-line :class:`ConfigError`.
+    """
+
+    def __init__(self, compiled: Compiled, config: KernelConfig | None = None):
         self.c = compiled
+        self.config = compiled.config if config is None else config
+        if self.config.compile_key() != compiled.config.compile_key():
+            raise ConfigError(f"config {self.config.name()}: the compiled kernel is {compiled.config.name()}; "
+                              "only raster and swizzle may differ (run-time arguments)")
         self._trace = None
         self._stream = None
+        self.slots = 0
 
     def grid_ctas(self, m: int, n: int) -> int:
-        cfg = self.c.config
+        cfg = self.config
         clusters = cfg.schedule_for(m, n).clusters
         return min(clusters, self.c.max_active_clusters) * cfg.cluster_m * cfg.cluster_n
 
     def capacity(self, m: int, n: int, k: int) -> int:
-        cfg = self.c.config
+        cfg = self.config
         clusters = cfg.schedule_for(m, n).clusters
         p = min(clusters, self.c.max_active_clusters)
         tiles_per_cta = ceil_div(clusters, p)
         return R.slice_capacity(tiles_per_cta, ceil_div(k, cfg.tile_k), cfg.tile_n // cfg.epilogue_tile_n,
                                 cfg.instrument)
 
-    def prepare(self, a, b, c):
-        """Build the launch arguments once (so that timing loops measure the kernel, not the wrapping)."""
+    def prepare(self, a, b, c, *, stream=None, slots: int = 1, fast: bool = True):
+        """Check the problem, then build the launch arguments once (so that timing loops measure the
+        kernel, not the wrapping). ``slots``: independent record buffers (one per timed launch, so
+        that every launch keeps its own clock and span); ``stream``: a torch CUDA stream (default:
+        the current one). ``fast``: also marshal the arguments once for :meth:`launch`."""
+        bad = problem_problems(a, b, c, self.c.dtype)
+        if bad:
+            m, k = tuple(a.shape)[:2] if len(a.shape) == 2 else (None, None)
+            n = b.shape[0] if len(b.shape) == 2 else None
+            raise ConfigError(f"problem {m}x{n}x{k} ({self.c.dtype}) refused by {self.config.name()}: "
+                              + "; ".join(bad))
         import cutlass
         import torch
         from cuda.bindings import driver as cuda
         m, k = a.shape
         n = b.shape[0]
-        if self.c.config.instrument:
+        self.problem = (m, n, k)
+        self.slots = max(1, int(slots))
+        if self.config.instrument:
             cap = self.capacity(m, n, k)
-            words = self.grid_ctas(m, n) * R.ROLES_PER_CTA * cap * R.RECORD_WORDS
-            self._trace = torch.zeros(words, dtype=torch.int32, device=a.device)
+            self.words_per_slot = self.grid_ctas(m, n) * R.ROLES_PER_CTA * cap * R.RECORD_WORDS
         else:
             cap = 1
-            self._trace = torch.zeros(8, dtype=torch.int32, device=a.device)
+            self.words_per_slot = 8
+        self._trace = torch.zeros(self.words_per_slot * (self.slots if self.config.instrument else 1),
+                                  dtype=torch.int32, device=a.device)
         self.cap = cap
-        self._stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-        self.schedule = self.c.config.schedule_for(m, n)
+        self.torch_stream = stream if stream is not None else torch.cuda.current_stream()
+        self._stream = cuda.CUstream(self.torch_stream.cuda_stream)
+        self.schedule = self.config.schedule_for(m, n)
         sched = [cutlass.Int32(x) for x in self.schedule.kernel_args()]
-        self._args = (to_cute(a), to_cute(b), to_cute(c), to_cute(self._trace, 32), cutlass.Int32(cap), *sched,
-                      self._stream)
+        abc = (to_cute(a), to_cute(b), to_cute(c))
+        self._args, self._exe, self._keep = [], [], []
+        for s in range(self.slots):
+            tr = self._trace_view(s)
+            args = (*abc, to_cute(tr, 32), cutlass.Int32(cap), *sched, self._stream)
+            self._args.append(args)
+            if fast:
+                exe, adapted = self.c.fn.generate_execution_args(*args)
+                self._exe.append(exe)
+                self._keep.append(adapted)
+        self._executor = self.c.executor() if fast else None
         return self
 
-    def launch(self):
-        self.c.fn(*self._args)
+    def _trace_view(self, slot: int):
+        if not self.config.instrument:
+            return self._trace
+        return self._trace[slot * self.words_per_slot:(slot + 1) * self.words_per_slot]
 
-    def trace_buffer(self):
-        """The record buffer as a numpy int32 array (call after the kernel finished)."""
-        return self._trace.cpu().numpy()
+    def launch(self, slot: int = 0):
+        """Launch with the arguments marshalled in ``prepare`` (the short host path)."""
+        if self._executor is None:
+            return self.launch_plain(slot)
+        self._executor.run_compiled_program(self._exe[slot])
+
+    def launch_plain(self, slot: int = 0):
+        """Launch through the compiled function's ordinary call (converts every argument again)."""
+        self.c.fn(*self._args[slot])
+
+    def graph(self, slots=None, launch=None):
+        """A CUDA graph of launches (one per slot in ``slots``, in order) on this runner's stream;
+        replay it with ``g.replay()``. The kernel must have run once before (module loaded)."""
+        import torch
+        slots = list(range(self.slots)) if slots is None else list(slots)
+        launch = launch or self.launch
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=self.torch_stream, capture_error_mode="relaxed"):
+            for s in slots:
+                launch(s)
+        return g
+
+    def trace_buffer(self, slot: int | None = None):
+        """The record buffer as a numpy int32 array (call after the kernel finished): one slot's
+        (``slot``), or every slot's, concatenated (``None``)."""
+        t = self._trace if slot is None else self._trace_view(slot)
+        return t.cpu().numpy()

@@ -36,6 +36,18 @@ LEVEL_OFF = 0      # no records, no clock reads: the production kernel
 LEVEL_TILE = 1     # per-tile records only (a few per tile per role: tile span, accumulator ready, tails)
 LEVEL_KBLOCK = 2   # + one record per K-block per role (every mainloop barrier wait)
 LEVEL_EPILOGUE = 3  # + one record per epilogue subtile (costs the epilogue some overlap)
+#: The lightest level, below LEVEL_TILE although its number is larger: only each role's HEADER and
+#: FOOTER (clock64 + globaltimer at role start and end), no data record and no clock read inside the
+#: loops. Every timed launch of the campaign carries it: the in-kernel span (first role start to
+#: last store landed) and the effective SM clock of that very launch.
+LEVEL_SPAN = 4
+#: Every valid value of the kernel's ``instrument`` switch.
+LEVELS = (LEVEL_OFF, LEVEL_TILE, LEVEL_KBLOCK, LEVEL_EPILOGUE, LEVEL_SPAN)
+
+
+def record_level(instrument: int) -> int:
+    """The level of data records an ``instrument`` value writes (LEVEL_SPAN writes none: 0)."""
+    return LEVEL_OFF if instrument == LEVEL_SPAN else instrument
 
 # Record kinds (w0 & 0xff) and what w2..w7 hold for each.
 HEADER = 1        # w1 = smid, w2,w3 = clock64 lo,hi at role start, w4,w5 = globaltimer lo,hi,
@@ -88,6 +100,8 @@ def unpack_tile(w1: int) -> tuple[int, int]:
 
 def slice_capacity(tiles_per_cta: int, k_blocks: int, epi_subtiles: int, level: int) -> int:
     """Records one slice needs for a CTA that runs ``tiles_per_cta`` tiles (with margin)."""
+    if level == LEVEL_SPAN:
+        return FIRST_DATA_RECORD  # the header and the footer, nothing else
     per_tile = 2
     if level >= LEVEL_KBLOCK:
         per_tile += k_blocks

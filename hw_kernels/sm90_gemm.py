@@ -7,8 +7,6 @@ SM90 model mirrors this kernel.
 
 from __future__ import annotations
 
-import math
-
 import cutlass
 import cutlass.cute as cute
 import cutlass.memory
@@ -19,6 +17,7 @@ from cutlass.cutlass_dsl import Int32, Int64
 from cutlass.tensor_utils import LayoutEnum
 
 from . import records as R
+from . import rules
 
 WARPS_PER_WG = 4
 THREADS_PER_WG = 128
@@ -131,9 +130,13 @@ class Sm90TmaWsGemm:
         # to the kernel as integers; they are kept here for naming only.
         self.epi_n, self.store_stages = epilogue_tile_n, epilogue_store_stages
         self.instrument = instrument
+        # level: the data records written (LEVEL_SPAN writes none); span: every role writes its header
+        # and footer (clock64 + globaltimer at role start and end), at every level but LEVEL_OFF.
+        self.level = R.record_level(instrument)
+        self.span = instrument != R.LEVEL_OFF
         # Diagnostics: which roles write K-block records at level >= 2 ("all", "producer", "consumers").
-        self.kblock_producer = instrument >= R.LEVEL_KBLOCK and instrument_roles in ("all", "producer")
-        self.kblock_consumers = instrument >= R.LEVEL_KBLOCK and instrument_roles in ("all", "consumers")
+        self.kblock_producer = self.level >= R.LEVEL_KBLOCK and instrument_roles in ("all", "producer")
+        self.kblock_consumers = self.level >= R.LEVEL_KBLOCK and instrument_roles in ("all", "consumers")
         self.acc_dtype = cutlass.Float32
         # Two consumer warpgroups stacked along M (64 rows each): the cooperative schedule.
         self.consumer_wgs = 2
@@ -244,7 +247,7 @@ class Sm90TmaWsGemm:
         _, _, n_persistent = cute.arch.grid_dim()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         wg = cute.arch.make_warp_uniform(tidx // THREADS_PER_WG)
-        level = self.instrument
+        level = self.level
 
         if warp == 0:
             cpasync.prefetch_descriptor(tma_a)
@@ -368,6 +371,7 @@ class Sm90TmaWsGemm:
                     self._record(trace, slice_base, pos, trace_capacity, R.P_TAIL, 0,
                                  t_tail0, t_tail1, t_tail1, t_tail1, t_tail1, t_tail1)
                 pos += 1
+            if cutlass.const_expr(self.span):
                 if writer:
                     self._header_footer(trace, slice_base, pos, trace_capacity, cta_rank, cta_linear,
                                         t_start, gt_start, tiles_done)
@@ -594,6 +598,7 @@ class Sm90TmaWsGemm:
             if cutlass.const_expr(level >= R.LEVEL_TILE):
                 if is_store_thread:
                     pos += 1
+            if cutlass.const_expr(self.span):
                 if writer:
                     self._header_footer(trace, slice_base, pos, trace_capacity, cta_rank, cta_linear,
                                         t_start, gt_start, tiles_done)
@@ -603,16 +608,17 @@ class Sm90TmaWsGemm:
         """The SM clock (low 32 bits: one register, CS2R.32) when the instrumentation level records this
         timestamp, else a constant: a clock read is volatile, so an unused one would still cost an
         instruction in the production kernel."""
-        return cute.arch.clock() if self.instrument >= level and enabled else Int32(0)
+        return cute.arch.clock() if self.level >= level and enabled else Int32(0)
 
     def _now64(self):
-        return cute.arch.clock64() if self.instrument >= R.LEVEL_TILE else Int64(0)
+        """Full clock64 at role start (header): every instrumented level, LEVEL_SPAN included."""
+        return cute.arch.clock64() if self.span else Int64(0)
 
     def _gt(self):
-        return cute.arch.globaltimer() if self.instrument >= R.LEVEL_TILE else Int64(0)
+        return cute.arch.globaltimer() if self.span else Int64(0)
 
     def _gt_lo(self):
-        return cute.arch.globaltimer_lo() if self.instrument >= R.LEVEL_TILE else Int32(0)
+        return cute.arch.globaltimer_lo() if self.level >= R.LEVEL_TILE else Int32(0)
 
     @cute.jit
     def _tile_of(self, c_id: Int32, log_swizzle: Int32, n_major: Int32, raster_n: Int32, cta_m: Int32,
@@ -674,7 +680,7 @@ class Sm90TmaWsGemm:
         trace[off + 6] = cta_rank
         trace[off + 7] = cta_linear
         off = off + R.RECORD_WORDS
-        written = pos + 1
+        written = pos  # records 0 .. pos-1 (header and footer included)
         dropped = Int32(0)
         if written > cap:
             dropped = written - cap
@@ -688,51 +694,6 @@ class Sm90TmaWsGemm:
         trace[off + 6] = tiles_done
         trace[off + 7] = dropped
 
-    @staticmethod
-    def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle,
-                        epilogue_tile_n, epilogue_store_stages, instrument) -> list[str]:
-        """Rules of this kernel on its configuration (each broken rule named with its value)."""
-        p = []
-        if schedule not in ("cooperative", "pingpong"):
-            p.append(f"schedule={schedule!r}: must be 'cooperative' or 'pingpong'")
-        if tile_m != 128:
-            p.append(f"tile_m={tile_m}: must be 128 (cooperative: two warpgroups x 64 rows; ping-pong: "
-                     "one warpgroup x two m64 wgmma)")
-        ok_n = (64, 128, 192, 256) if schedule == "cooperative" else (64, 128)
-        if tile_n not in ok_n:
-            p.append(f"tile_n={tile_n}: must be one of {ok_n} for {schedule} (wgmma N; a warpgroup holds "
-                     f"{'64' if schedule == 'cooperative' else '128'} x tile_n fp32 accumulators in 232 registers)")
-        if tile_k != 64:
-            p.append(f"tile_k={tile_k}: must be 64 (one 128-byte swizzle row of 16-bit elements)")
-        for name, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):
-            if v not in (1, 2, 4):
-                p.append(f"{name}={v}: must be 1, 2 or 4")
-        if cluster_m * cluster_n > 4:
-            p.append(f"cluster {cluster_m}x{cluster_n}: at most 4 CTAs (portable cluster size on sm_90)")
-        if raster not in ("m", "n", "heuristic"):
-            p.append(f"raster={raster!r}: must be 'm', 'n' or 'heuristic'")
-        if swizzle not in (1, 2, 4, 8):
-            p.append(f"swizzle={swizzle}: the max swizzle size must be 1, 2, 4 or 8")
-        if epilogue_tile_n not in (16, 32, 64) or tile_n % epilogue_tile_n:
-            p.append(f"epilogue_tile_n={epilogue_tile_n}: must be 16, 32 or 64 and divide tile_n={tile_n}")
-        if epilogue_store_stages < 2:
-            p.append(f"epilogue_store_stages={epilogue_store_stages}: must be >= 2 (one buffer written "
-                     "while one is stored)")
-        if instrument not in (R.LEVEL_OFF, R.LEVEL_TILE, R.LEVEL_KBLOCK, R.LEVEL_EPILOGUE):
-            p.append(f"instrument={instrument}: must be 0 (off), 1 (tiles), 2 (K-blocks) or 3 (+ epilogue subtiles)")
-        return p
-
-    @staticmethod
-    def can_implement(m: int, n: int, k: int, dtype_bits: int = 16) -> list[str]:
-        """Rules on the problem (empty list: it can run). TMA needs 16-byte aligned row strides."""
-        p = []
-        align = 128 // dtype_bits
-        if min(m, n, k) < 1:
-            p.append(f"problem {m}x{n}x{k}: every extent must be >= 1")
-        if k % align:
-            p.append(f"k={k}: must be a multiple of {align} (16-byte rows of A and B for TMA)")
-        if n % align:
-            p.append(f"n={n}: must be a multiple of {align} (16-byte rows of D for TMA)")
-        if math.ceil(max(m, n) / 64) >= 1 << 16 or math.ceil(k / 64) >= 1 << 16:
-            p.append(f"problem {m}x{n}: tile coordinates must fit the records' 16-bit fields")
-        return p
+    # The rules live in hw_kernels/rules.py (pure Python: the host checks a problem without the DSL).
+    config_problems = staticmethod(rules.config_problems)
+    can_implement = staticmethod(rules.can_implement)

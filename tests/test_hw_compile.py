@@ -3,6 +3,8 @@ nvidia-cutlass-dsl and torch) and its PTX holds the Hopper instructions the mode
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytestmark = pytest.mark.dsl
@@ -80,3 +82,16 @@ def test_config_rules_name_the_value():
         Sm90TmaWsGemm(tile_n=96)
     assert Sm90TmaWsGemm.can_implement(1000, 1032, 520) == []
     assert any("k=100" in p for p in Sm90TmaWsGemm.can_implement(128, 128, 100))
+
+
+def test_span_level_reads_the_clocks_only_at_role_start_and_end():
+    """LEVEL_SPAN: each role's header and footer (clock64 + globaltimer at start and end), nothing
+    inside the loops: as many clock reads as LEVEL_OFF has none, far fewer than LEVEL_TILE."""
+    span = _ptx(KernelConfig(instrument=R.LEVEL_SPAN))
+    tile = _ptx(KernelConfig(instrument=R.LEVEL_TILE))
+    assert "%globaltimer" in span and "%clock64" in span
+    assert "st.global.v4" not in span  # no data record (those are two 16-byte stores)
+    assert not re.search(r"%clock(?!64)", span)  # no 32-bit (in-loop) clock reads
+    assert re.search(r"%clock(?!64)", tile)
+    assert span.count("%globaltimer") < tile.count("%globaltimer")
+    assert span.count("%clock") < tile.count("%clock")

@@ -9,8 +9,31 @@ and, for our kernel, read inside the kernel (clock64 over globaltimer) by an ins
 from __future__ import annotations
 
 import statistics
+import sys
 import threading
 import time
+
+
+def cuda_gpu_missing() -> str | None:
+    """Why this machine cannot run the GPU scripts (None: it can)."""
+    try:
+        import torch
+    except Exception:
+        return "torch is not installed"
+    try:
+        if not torch.cuda.is_available():
+            return "torch.cuda.is_available() is False"
+    except Exception as e:  # a broken driver install
+        return f"torch.cuda failed: {type(e).__name__}"
+    return None
+
+
+def require_cuda_gpu(prog: str) -> None:
+    """Exit 2 with one line (``PROG: needs a CUDA GPU (...)``) on a machine without a usable CUDA GPU."""
+    why = cuda_gpu_missing()
+    if why:
+        print(f"{prog}: needs a CUDA GPU ({why})", file=sys.stderr)
+        raise SystemExit(2)
 
 
 class ClockSampler:
@@ -137,3 +160,103 @@ def alternating(fns: dict, iters: int, warmup: int = 10) -> dict:
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+# ------------------------------------------------------------------ in-kernel span and clock
+def span_and_clock(buf, cap: int, ctas: int) -> dict:
+    """The in-kernel time of one launch from its record buffer (any instrumented level; the span
+    level writes only these): every (CTA, role) slice's header and footer.
+
+    ``span_ns``: first role start to last role end (the consumers' footers follow their last TMA
+    store's ``cp.async.bulk.wait_group 0``: the last store landed), in %globaltimer ns;
+    ``clock_ghz``: median over slices of clock64 ticks over globaltimer ns (the effective SM clock
+    of this launch), with its min and max; ``slices``/``slices_expected``: slices with a valid
+    header and footer (fewer: the launch did not write all of them). Pure numpy.
+    """
+    import numpy as np
+
+    from hw_kernels import records as R
+    n = ctas * R.ROLES_PER_CTA
+    rec = np.asarray(buf, dtype=np.int32).ravel()[:n * cap * R.RECORD_WORDS].astype(np.int64) & 0xFFFFFFFF
+    rec = rec.reshape(n, cap, R.RECORD_WORDS)
+    h, f = rec[:, 0], rec[:, 1]
+    ok = ((h[:, 0] & 0xFF) == R.HEADER) & ((f[:, 0] & 0xFF) == R.FOOTER)
+    out = {"slices": int(ok.sum()), "slices_expected": n}
+    if not ok.any():
+        return {**out, "span_ns": None, "clock_ghz": None, "clock_ghz_min": None, "clock_ghz_max": None}
+    h, f = h[ok], f[ok]
+    clk0, gt0 = h[:, 2] | (h[:, 3] << 32), h[:, 4] | (h[:, 5] << 32)
+    clk1, gt1 = f[:, 2] | (f[:, 3] << 32), f[:, 4] | (f[:, 5] << 32)
+    dg = gt1 - gt0
+    good = dg > 0
+    ghz = (clk1 - clk0)[good] / dg[good]
+    return {**out, "span_ns": int(gt1.max() - gt0.min()),
+            "clock_ghz": float(np.median(ghz)) if ghz.size else None,
+            "clock_ghz_min": float(ghz.min()) if ghz.size else None,
+            "clock_ghz_max": float(ghz.max()) if ghz.size else None}
+
+
+# ------------------------------------------------------------------ queued launches, host paths
+def sleep_cycles(ms: float, ghz: float = 2.0) -> int:
+    """Cycles for ``torch.cuda._sleep`` to keep the GPU busy about ``ms`` (at least; the clock is <= 2 GHz)."""
+    return max(1000, int(ms * 1e6 * ghz))
+
+
+def queued_round(launchers: dict, order: list, busy_ms: float) -> dict:
+    """One alternating round: a busy kernel (``torch.cuda._sleep``), then, in ``order``, each
+    launcher between a pair of CUDA events, all enqueued while the GPU is still busy; then sync.
+
+    Returns ``{"event_us": {name: us}, "queued": bool, "enqueue_ms": float, "gap_us": {name: us}}``:
+    ``queued`` is True when the host had enqueued the whole round before the busy kernel ended (so no
+    launch waited for the host: the event times are GPU times); ``gap_us``: GPU idle between the
+    previous launch's end event and this one's start event (0 when queued).
+    """
+    import torch
+    ev = {n: (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for n in order}
+    busy_end = torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(sleep_cycles(busy_ms))
+    busy_end.record()
+    t0 = time.perf_counter()
+    for n in order:
+        st, en = ev[n]
+        st.record()
+        launchers[n]()
+        en.record()
+    enqueue_ms = (time.perf_counter() - t0) * 1e3
+    queued = not busy_end.query()
+    torch.cuda.synchronize()
+    out = {"event_us": {}, "gap_us": {}, "queued": queued, "enqueue_ms": enqueue_ms}
+    prev = busy_end
+    for n in order:
+        st, en = ev[n]
+        out["event_us"][n] = st.elapsed_time(en) * 1e3
+        out["gap_us"][n] = prev.elapsed_time(st) * 1e3
+        prev = en
+    return out
+
+
+def host_us_per_call(fn, n: int = 200, busy_ms: float | None = None, repeats: int = 3) -> dict:
+    """Host time per call of ``fn`` (µs): ``n`` calls enqueued while the GPU is busy (so the
+    calls never wait for the GPU), median of ``repeats``; and ``stream_us``: wall time per call of
+    ``n`` calls from an idle GPU to their completion (host- or GPU-bound, whichever is slower)."""
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    host = []
+    for _ in range(repeats):
+        torch.cuda._sleep(sleep_cycles(busy_ms if busy_ms is not None else n * 0.2))
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        host.append((time.perf_counter() - t0) * 1e6 / n)
+        torch.cuda.synchronize()
+    stream = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        stream.append((time.perf_counter() - t0) * 1e6 / n)
+    return {"host_us": statistics.median(host), "host_us_all": host, "stream_us": statistics.median(stream),
+            "stream_us_all": stream, "n": n}

@@ -1,0 +1,62 @@
+"""The SM90 hardware twin's rules on its configuration and on a problem (pure Python: no DSL, no GPU).
+
+``Sm90TmaWsGemm`` (hw_kernels/sm90_gemm.py) raises with :func:`config_problems` at construction, and
+``hw_kernels.host.Runner.prepare`` refuses a problem that :func:`can_implement` rejects, so that the
+host can name the broken rule without compiling anything. Each entry names the value and the rule.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import records as R
+
+
+def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle,
+                    epilogue_tile_n, epilogue_store_stages, instrument) -> list[str]:
+    """Rules of this kernel on its configuration (each broken rule named with its value)."""
+    p = []
+    if schedule not in ("cooperative", "pingpong"):
+        p.append(f"schedule={schedule!r}: must be 'cooperative' or 'pingpong'")
+    if tile_m != 128:
+        p.append(f"tile_m={tile_m}: must be 128 (cooperative: two warpgroups x 64 rows; ping-pong: "
+                 "one warpgroup x two m64 wgmma)")
+    ok_n = (64, 128, 192, 256) if schedule == "cooperative" else (64, 128)
+    if tile_n not in ok_n:
+        p.append(f"tile_n={tile_n}: must be one of {ok_n} for {schedule} (wgmma N; a warpgroup holds "
+                 f"{'64' if schedule == 'cooperative' else '128'} x tile_n fp32 accumulators in 232 registers)")
+    if tile_k != 64:
+        p.append(f"tile_k={tile_k}: must be 64 (one 128-byte swizzle row of 16-bit elements)")
+    for name, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):
+        if v not in (1, 2, 4):
+            p.append(f"{name}={v}: must be 1, 2 or 4")
+    if cluster_m * cluster_n > 4:
+        p.append(f"cluster {cluster_m}x{cluster_n}: at most 4 CTAs (portable cluster size on sm_90)")
+    if raster not in ("m", "n", "heuristic"):
+        p.append(f"raster={raster!r}: must be 'm', 'n' or 'heuristic'")
+    if swizzle not in (1, 2, 4, 8):
+        p.append(f"swizzle={swizzle}: the max swizzle size must be 1, 2, 4 or 8")
+    if epilogue_tile_n not in (16, 32, 64) or tile_n % epilogue_tile_n:
+        p.append(f"epilogue_tile_n={epilogue_tile_n}: must be 16, 32 or 64 and divide tile_n={tile_n}")
+    if epilogue_store_stages < 2:
+        p.append(f"epilogue_store_stages={epilogue_store_stages}: must be >= 2 (one buffer written "
+                 "while one is stored)")
+    if instrument not in R.LEVELS:
+        p.append(f"instrument={instrument}: must be 0 (off), 1 (tiles), 2 (K-blocks), 3 (+ epilogue "
+                 "subtiles) or 4 (span: each role's start and end only)")
+    return p
+
+
+def can_implement(m: int, n: int, k: int, dtype_bits: int = 16) -> list[str]:
+    """Rules on the problem (empty list: it can run). TMA needs 16-byte aligned row strides."""
+    p = []
+    align = 128 // dtype_bits
+    if min(m, n, k) < 1:
+        p.append(f"problem {m}x{n}x{k}: every extent must be >= 1")
+    if k % align:
+        p.append(f"k={k}: must be a multiple of {align} (16-byte rows of A and B for TMA)")
+    if n % align:
+        p.append(f"n={n}: must be a multiple of {align} (16-byte rows of D for TMA)")
+    if math.ceil(max(m, n) / 64) >= 1 << 16 or math.ceil(k / 64) >= 1 << 16:
+        p.append(f"problem {m}x{n}: tile coordinates must fit the records' 16-bit fields")
+    return p

@@ -1,0 +1,167 @@
+"""The hardware twin's host side on a CPU: problems it cannot compute are refused with the rule's
+one-line message before anything is launched; compile keys; the in-kernel span decode; the campaign's
+plan, dry run, publishing and loader; GPU entry points say "needs a CUDA GPU" on a machine without one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hw_kernels import records as R
+from hw_kernels.host import Compiled, KernelConfig, Runner, problem_problems
+from simulator.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fake_compiled(cfg=None, dtype="fp16"):
+    return Compiled(cfg or KernelConfig(), dtype, fn=None, max_active_clusters=66, stages=4)
+
+
+def _tensors(m, n, k, dtype="float16", dtype_b=None):
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(m, k, dtype=getattr(torch, dtype))
+    b = torch.zeros(n, k, dtype=getattr(torch, dtype_b or dtype))
+    c = torch.zeros(m, n, dtype=getattr(torch, dtype))
+    return a, b, c
+
+
+@pytest.mark.parametrize("dtype,torch_dtype", [("fp16", "float16"), ("bf16", "bfloat16")])
+def test_n_not_a_multiple_of_8_is_refused_with_the_rule(dtype, torch_dtype):
+    # M=3001, N=17, K=4096: the kernel used to run and leave 2993 of 51017 outputs NaN
+    a, b, c = _tensors(3001, 17, 4096, torch_dtype)
+    with pytest.raises(ConfigError) as e:
+        Runner(_fake_compiled(dtype=dtype)).prepare(a, b, c)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "n=17: must be a multiple of 8" in msg and "3001x17x4096" in msg
+
+
+def test_every_broken_rule_is_named():
+    torch = pytest.importorskip("torch")
+    a, b, c = _tensors(256, 128, 100, "float16", "bfloat16")
+    p = problem_problems(a, b, c, "fp16")
+    assert any("b.dtype=torch.bfloat16" in x for x in p)
+    assert any("k=100: must be a multiple of 8" in x for x in p)
+    a, b, _ = _tensors(256, 128, 64)
+    p = problem_problems(a, b, torch.zeros(128, 256, dtype=torch.float16), "fp16")
+    assert any("c.shape=[128, 256]: c must be M x N = 256 x 128" in x for x in p)
+    p = problem_problems(a.t(), b, torch.zeros(64, 128, dtype=torch.float16), "fp16")
+    assert any("b.shape" in x for x in p) or any("stride" in x for x in p)
+    # a valid problem on the CPU: only the device rule
+    a, b, c = _tensors(256, 128, 64)
+    assert problem_problems(a, b, c, "fp16") == ["devices ['cpu']: a, b and c must be on one CUDA device"]
+
+
+def test_raster_and_swizzle_share_one_compile():
+    base = KernelConfig(cluster_m=2, raster="m", swizzle=4, instrument=R.LEVEL_SPAN)
+    assert base.compile_key() == KernelConfig(cluster_m=2, raster="n", swizzle=1, instrument=R.LEVEL_SPAN).compile_key()
+    assert base.compile_key() != KernelConfig(cluster_m=1, raster="m", swizzle=4, instrument=R.LEVEL_SPAN).compile_key()
+    Runner(_fake_compiled(KernelConfig(cluster_m=2)), config=KernelConfig(cluster_m=2, raster="n", swizzle=8))
+    with pytest.raises(ConfigError, match="only raster and swizzle may differ"):
+        Runner(_fake_compiled(KernelConfig(cluster_m=2)), config=KernelConfig(cluster_m=1))
+
+
+def test_span_level_name_and_capacity():
+    assert KernelConfig(instrument=R.LEVEL_SPAN).name().endswith("_trace-span")
+    assert R.slice_capacity(10, 100, 8, R.LEVEL_SPAN) == R.FIRST_DATA_RECORD
+    assert R.record_level(R.LEVEL_SPAN) == R.LEVEL_OFF and R.record_level(R.LEVEL_KBLOCK) == R.LEVEL_KBLOCK
+
+
+def _span_buffer(ctas, starts, ends, ghz, cap=2):
+    buf = np.zeros(ctas * R.ROLES_PER_CTA * cap * R.RECORD_WORDS, dtype=np.int64)
+    for s in range(ctas * R.ROLES_PER_CTA):
+        gt0, gt1 = starts[s], ends[s]
+        clk0 = (1 << 32) - 100 + s  # the 64-bit clock crosses a 32-bit boundary
+        clk1 = clk0 + int(round((gt1 - gt0) * ghz))
+        off = s * cap * R.RECORD_WORDS
+        buf[off:off + 8] = [R.HEADER, 0, clk0 & 0xFFFFFFFF, clk0 >> 32, gt0 & 0xFFFFFFFF, gt0 >> 32, 0, s // 3]
+        buf[off + 8:off + 16] = [R.FOOTER, 2, clk1 & 0xFFFFFFFF, clk1 >> 32, gt1 & 0xFFFFFFFF, gt1 >> 32, 1, 0]
+    return (buf & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def test_span_and_clock_from_headers_and_footers():
+    from validation.timing import span_and_clock
+    starts = [5_000_000_000 + 32 * s for s in range(6)]
+    ends = [5_000_010_000 + 64 * s for s in range(6)]
+    out = span_and_clock(_span_buffer(2, starts, ends, 1.5), 2, 2)
+    assert out["slices"] == out["slices_expected"] == 6
+    assert out["span_ns"] == max(ends) - min(starts)
+    assert out["clock_ghz"] == pytest.approx(1.5, rel=1e-3)
+    buf = _span_buffer(2, starts, ends, 1.5)
+    buf[:16] = 0  # one slice never written
+    assert span_and_clock(buf, 2, 2)["slices"] == 5
+
+
+def test_campaign_plan_checks_and_compile_keys():
+    from hw_kernels.space import hw_space
+    from validation.campaign import check_plan, plan
+    p = plan()
+    keys = check_plan(p)
+    assert len(p["space"]["configs"]) == len(hw_space()) == 96
+    assert len({c.compile_key() for c in p["space"]["configs"]}) == 24  # raster x swizzle share a compile
+    assert len(p["space"]["shapes"]) >= 12
+    assert all(n % 8 == 0 and k % 8 == 0 for m, n, k in p["space"]["shapes"])
+    assert all(c.instrument == R.LEVEL_SPAN for c in p["space"]["configs"] + p["bf16"]["configs"])
+    assert len(keys["fp16"]) >= 24 and len(keys["bf16"]) >= 8
+
+
+def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path):
+    from validation.campaign import main, plan, publish
+    from validation.measurements import load_h200_timings
+    out = tmp_path / "run"
+    assert main(["--dry-run", "--quick", "--out", str(out)]) == 0
+    with pytest.raises(SystemExit, match="dry-run"):
+        publish(out, tmp_path / "res")
+    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    pj = next(p for p in paths if p.suffix == ".json")
+    with pytest.raises(ValueError, match="dry-run"):
+        load_h200_timings(pj)
+    rows = load_h200_timings(pj, allow_dry_run=True, phase="space")
+    q = plan(quick=True)["space"]
+    assert len(rows) == len(q["shapes"]) * (len(q["configs"]) + 1)  # + cuBLAS per shape
+    ours = [r for r in rows if r["kernel"] == "wsim_sm90_twin"]
+    assert {r["config"] for r in ours} == {c.name() for c in q["configs"]}
+    r = ours[0]
+    assert r["fields"]["tile_m"] == 128 and r["fields"]["instrument"] == R.LEVEL_SPAN
+    for key in ("event_us", "span_us", "clock_ghz", "n_launches", "vs_cublas", "ok", "env"):
+        assert r[key] is not None, key
+    launches = np.load(next(p for p in paths if p.suffix == ".npz"))
+    assert launches["launches"].shape[1] == 6 and len(launches["row"]) == len(launches["launches"])
+    assert "H200 measurement campaign" in next(p for p in paths if p.suffix == ".md").read_text()
+
+
+@pytest.mark.parametrize("argv", [
+    [sys.executable, "-m", "validation.collect", "--phase", "smoke"],
+    [sys.executable, "benchmarks/hw_vs_cublas.py"],
+    [sys.executable, "-m", "validation.campaign", "--quick"],
+])
+def test_gpu_entry_points_need_a_cuda_gpu(argv, tmp_path):
+    from validation.timing import cuda_gpu_missing
+    if cuda_gpu_missing() is None:
+        pytest.skip("this machine has a CUDA GPU")
+    r = subprocess.run([*argv, "--out", str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs a CUDA GPU" in lines[0], r.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_compare_to_reference_counts_unwritten_outputs_and_uses_cublas_error():
+    torch = pytest.importorskip("torch")
+    from validation.collect import MAX_ERR_VS_CUBLAS, compare_to_reference
+    ref = torch.randn(64, 32)
+    out = (ref + 0.01).half()
+    ok = compare_to_reference(out, ref, cublas_max_abs=0.01)
+    assert ok["nan"] == 0 and ok["ok"] and ok["err_vs_cublas"] <= MAX_ERR_VS_CUBLAS
+    bad = compare_to_reference((ref + 0.05).half(), ref, cublas_max_abs=0.01)
+    assert not bad["ok"] and bad["err_vs_cublas"] > MAX_ERR_VS_CUBLAS
+    out[3, 5] = float("nan")
+    nan = compare_to_reference(out, ref, cublas_max_abs=0.01)
+    assert nan["nan"] == 1 and not nan["ok"]
+    json.dumps(ok)

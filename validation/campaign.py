@@ -1,0 +1,830 @@
+"""The H200 measurement campaign: every hardware-twin candidate against cuBLAS, with the in-kernel
+span and clock of every timed launch, the host launch paths and the instrumentation overhead.
+
+    python -m validation.campaign --out OUT [--quick] [--time-limit S] [--phases ...]   # on the GPU
+    python -m validation.campaign --dry-run [--compile] --out OUT [--quick]             # CPU: plan + logic
+    python -m validation.campaign --publish OUT [--dest validation/results]             # CPU: commit
+
+Phases (in this order; each writes OUT/campaign.json when it finishes, and every shape as it goes):
+
+* ``launch``: host time per launch of our kernel through the DSL's ordinary call, through arguments
+  marshalled once (``Runner.launch``), through a captured CUDA graph, against cuBLAS (torch.matmul)
+  and a graph of it; per-launch CUDA events with the GPU idle (the host path shows) and queued
+  behind a busy kernel (it does not).
+* ``overhead``: the span instrumentation (``LEVEL_SPAN``: per role a header and a footer) and the
+  tile level against the uninstrumented kernel, alternating, same inputs.
+* ``space`` (issue 11.2): for each problem of ``SPACE_SHAPES`` every candidate of
+  ``hw_kernels.space.hw_space()`` (96) plus cuBLAS, fp16, in one alternating run on the same
+  random-normal inputs; each config checked once against a float32 reference (every output
+  written; max abs error at most 2 x cuBLAS's on the same inputs).
+* ``bf16`` (issue 10): bf16 rows, raster M and the heuristic, 128x64 tiles, clusters 1x1 and 2x1.
+* ``small``: 1-10 us problems, timed both by queued per-launch events and by CUDA-graph replays
+  of ``GRAPH_LAUNCHES`` launches (per launch = replay / launches), fp16 and bf16.
+
+Every timed launch of our kernel is compiled at ``LEVEL_SPAN`` and has its own record buffer: its row
+carries the CUDA-event time (queued behind a busy kernel, so no host launch path: ``queued`` says
+whether the whole round was enqueued before the GPU got to it), the in-kernel span (first role start
+to last store landed, %globaltimer) and the effective SM clock (clock64 over globaltimer, inside the
+kernel). Rounds alternate the configs of a shape (order rotating each round). The script stops
+starting new work at ``--time-limit`` and always writes what it has.
+
+Compiles: one per ``KernelConfig.compile_key()`` (raster and swizzle are run-time kernel arguments)
+and dtype. ``--dry-run`` runs the same plan on a CPU: every config and problem through the kernel's
+rules, the schedules, (``--compile``) every compile key compiled for sm_90a, and synthetic timings
+(marked ``dry_run``; never published) through the same summaries and writers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from hw_kernels import records as R
+from hw_kernels.host import KernelConfig
+from hw_kernels.rules import can_implement, config_problems
+from hw_kernels.space import hw_space
+
+RESULT = "campaign.json"
+
+#: issue 11.2: square, skinny M, skinny N, small K, large K, shapes that do not divide the tile, 1k-16k
+#: (N and K multiples of 8), ordered so that the most informative come first under a time limit.
+SPACE_SHAPES = [
+    (8192, 8192, 8192),     # square, large
+    (4096, 4096, 4096),     # square
+    (2048, 2048, 2048),     # square, small (~30 us)
+    (3000, 5000, 1000),     # divides no tile
+    (1024, 16384, 8192),    # skinny M
+    (16384, 1024, 8192),    # skinny N
+    (8192, 8192, 512),      # small K
+    (2048, 2048, 16384),    # large K
+    (5000, 3000, 4104),     # divides no tile, K not a multiple of 64
+    (777, 1536, 4104),      # small, M divides no tile
+    (16384, 16384, 1024),   # large M and N
+    (1024, 1024, 1024),     # smallest of the set (~5 us)
+    (6144, 12288, 3000),    # rectangular, K not a multiple of 64
+]
+#: bf16 rows (issue 10): shapes and configs (raster M and the heuristic, 128x64, clusters 1x1/2x1).
+BF16_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (3000, 5000, 1000),
+               (777, 1536, 4104), (8192, 8192, 512)]
+BF16_CONFIGS = [
+    KernelConfig(cluster_m=2, raster="heuristic", swizzle=4),
+    KernelConfig(cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(cluster_m=2, raster="m", swizzle=4),
+    KernelConfig(tile_n=192, cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(tile_n=192, cluster_m=2, raster="heuristic", swizzle=4),
+    KernelConfig(tile_n=128, cluster_m=2, raster="heuristic", swizzle=4),
+    KernelConfig(tile_n=128, cluster_m=1, raster="m", swizzle=1),
+    KernelConfig(tile_n=64, cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(tile_n=64, cluster_m=2, raster="m", swizzle=4),
+    KernelConfig(schedule="pingpong", tile_n=128, cluster_m=2, raster="heuristic", swizzle=4),
+    KernelConfig(schedule="pingpong", tile_n=128, cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(schedule="pingpong", tile_n=128, cluster_m=2, raster="m", swizzle=1),
+    KernelConfig(schedule="pingpong", tile_n=64, cluster_m=2, raster="heuristic", swizzle=4),
+    KernelConfig(schedule="pingpong", tile_n=64, cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(schedule="pingpong", tile_n=64, cluster_m=1, raster="m", swizzle=4),
+    KernelConfig(schedule="pingpong", tile_n=64, cluster_m=2, raster="m", swizzle=1),
+]
+#: 1-10 us problems (timed with CUDA graphs as well), fp16 and bf16.
+SMALL_SHAPES = [(128, 256, 128), (256, 256, 512), (512, 512, 1024), (256, 2048, 2048), (1024, 1024, 1024)]
+SMALL_CONFIGS = [
+    KernelConfig(cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(tile_n=128, cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(tile_n=128, cluster_m=2, raster="heuristic", swizzle=4),
+    KernelConfig(tile_n=64, cluster_m=1, raster="m", swizzle=1),
+    KernelConfig(schedule="pingpong", tile_n=128, cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(schedule="pingpong", tile_n=64, cluster_m=1, raster="heuristic", swizzle=1),
+    KernelConfig(schedule="pingpong", tile_n=64, cluster_m=2, raster="m", swizzle=4),
+    KernelConfig(cluster_m=2, raster="heuristic", swizzle=4),
+]
+#: Launches per CUDA graph in the ``small`` phase.
+GRAPH_LAUNCHES = 20
+#: The instrumentation-overhead configs and problems.
+OVERHEAD_CONFIGS = [KernelConfig(cluster_m=2, swizzle=4),
+                    KernelConfig(schedule="pingpong", tile_n=128, cluster_m=2, swizzle=4),
+                    KernelConfig(schedule="pingpong", tile_n=64, cluster_m=1)]
+OVERHEAD_SHAPES = [(8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 1024)]
+#: The host-launch-path problems.
+LAUNCH_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048)]
+
+PHASES = ("launch", "overhead", "space", "bf16", "small")
+
+
+def space_configs() -> list[KernelConfig]:
+    """The 96 candidates of ``hw_space()`` as span-instrumented KernelConfigs."""
+    return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space()]
+
+
+def _span(cfgs):
+    return [replace(c, instrument=R.LEVEL_SPAN) for c in cfgs]
+
+
+def plan(quick: bool = False) -> dict:
+    """What each phase measures (shapes, configs); ``quick``: a small subset that exercises everything."""
+    space = space_configs()
+    p = {
+        "launch": {"shapes": LAUNCH_SHAPES, "configs": [KernelConfig(cluster_m=2, swizzle=4)]},
+        "overhead": {"shapes": OVERHEAD_SHAPES,
+                     "configs": [c for oc in OVERHEAD_CONFIGS for c in
+                                 (oc, replace(oc, instrument=R.LEVEL_SPAN))]
+                     + [replace(OVERHEAD_CONFIGS[0], instrument=R.LEVEL_TILE)]},
+        "space": {"shapes": SPACE_SHAPES, "configs": space, "dtype": "fp16"},
+        "bf16": {"shapes": BF16_SHAPES, "configs": _span(BF16_CONFIGS), "dtype": "bf16"},
+        "small": {"shapes": SMALL_SHAPES, "configs": _span(SMALL_CONFIGS), "dtypes": ("fp16", "bf16")},
+    }
+    if quick:
+        p["launch"]["shapes"] = LAUNCH_SHAPES[:1]
+        p["overhead"]["shapes"] = [(4096, 4096, 4096), (1024, 1024, 1024)]
+        pick = [c for c in space if c.cluster_m * c.cluster_n <= 2 and c.swizzle == 4][:6] + space[-6:]
+        p["space"] = {"shapes": [(2048, 2048, 2048), (3000, 5000, 1000)], "configs": pick, "dtype": "fp16"}
+        p["bf16"] = {"shapes": [(777, 1536, 4104)], "configs": _span(BF16_CONFIGS[:4]), "dtype": "bf16"}
+        p["small"] = {"shapes": [(256, 256, 512)], "configs": _span(SMALL_CONFIGS[:3]), "dtypes": ("fp16",)}
+    return p
+
+
+def check_plan(p: dict) -> dict:
+    """Every config through the kernel's rules, every problem through ``can_implement``; the compile
+    keys the plan needs (per dtype). Raises ValueError naming what breaks a rule."""
+    keys: dict[str, set] = {}
+    bad = []
+    for phase, d in p.items():
+        dtypes = d.get("dtypes") or (d.get("dtype", "fp16"),)
+        for cfg in d["configs"]:
+            probs = config_problems(cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.cluster_m, cfg.cluster_n, cfg.schedule,
+                                    cfg.raster, cfg.swizzle, cfg.epilogue_tile_n, cfg.epilogue_store_stages,
+                                    cfg.instrument)
+            bad += [f"{phase}: {cfg.name()}: {x}" for x in probs]
+            for dt in dtypes:
+                keys.setdefault(dt, set()).add(cfg.compile_key())
+        for (m, n, k) in d["shapes"]:
+            bad += [f"{phase}: {x}" for x in can_implement(m, n, k)]
+    if bad:
+        raise ValueError("; ".join(bad))
+    return {dt: sorted(v, key=lambda c: c.name()) for dt, v in keys.items()}
+
+
+# =============================================================================================== stats
+def _pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
+
+
+def summarize(name: str, launches: list[dict]) -> dict:
+    """One row's statistics from its launches (``event_us``, ``span_us``, ``clock_ghz``, ``queued``)."""
+    ev = [x["event_us"] for x in launches if x.get("event_us") is not None]
+    sp = [x["span_us"] for x in launches if x.get("span_us") is not None]
+    ck = [x["clock_ghz"] for x in launches if x.get("clock_ghz") is not None]
+    gap = [x["event_us"] - x["span_us"] for x in launches
+           if x.get("event_us") is not None and x.get("span_us") is not None]
+    row = {"config": name, "n": len(ev),
+           "event_us": statistics.median(ev) if ev else None,
+           "event_us_p10": _pct(ev, 0.1) if ev else None, "event_us_p90": _pct(ev, 0.9) if ev else None,
+           "event_us_min": min(ev) if ev else None,
+           "span_us": statistics.median(sp) if sp else None,
+           "span_us_p10": _pct(sp, 0.1) if sp else None, "span_us_p90": _pct(sp, 0.9) if sp else None,
+           "clock_ghz": statistics.median(ck) if ck else None,
+           "clock_ghz_min": min(ck) if ck else None, "clock_ghz_max": max(ck) if ck else None,
+           "event_minus_span_us": statistics.median(gap) if gap else None,
+           "queued_fraction": (sum(bool(x.get("queued")) for x in launches) / len(launches)) if launches else None}
+    nb = [x["neighbor_clock_ghz"] for x in launches if x.get("neighbor_clock_ghz") is not None]
+    if nb:
+        row["neighbor_clock_ghz"] = statistics.median(nb)
+    return row
+
+
+def _f(x, digits: int = 1) -> str:
+    return "-" if x is None or x is False else f"{x:.{digits}f}"
+
+
+def tflops(m, n, k, us):
+    return 2.0 * m * n * k / (us * 1e-6) / 1e12 if us else None
+
+
+# =============================================================================================== backends
+class Gpu:
+    """Device operations of the campaign on an H200 (torch + the DSL)."""
+
+    dry_run = False
+
+    def __init__(self, out: Path, log):
+        import torch
+        self.torch = torch
+        self.out = out
+        self.log = log
+        self._kernels: dict = {}
+        self.compile_s: dict = {}
+        self.stream = torch.cuda.Stream()
+
+    # ---- compile and prepare
+    def kernel(self, cfg: KernelConfig, dtype: str):
+        from hw_kernels.host import compile_sm90
+        key = (cfg.compile_key(), dtype)
+        if key not in self._kernels:
+            t0 = time.time()
+            self._kernels[key] = compile_sm90(key[0], dtype)
+            self.compile_s[f"{key[0].name()}_{dtype}"] = round(time.time() - t0, 2)
+        return self._kernels[key]
+
+    def inputs(self, m, n, k, dtype, seed):
+        from validation.collect import _inputs
+        return _inputs(m, n, k, dtype, seed)
+
+    def runner(self, cfg, dtype, a, b, c, slots=1):
+        from hw_kernels.host import Runner
+        return Runner(self.kernel(cfg, dtype), config=cfg).prepare(a, b, c, slots=slots)
+
+    # ---- correctness
+    def reference(self, a, b):
+        from validation.collect import reference_errors
+        return reference_errors(a, b)
+
+    def check(self, launch, c, ref, cub_err) -> dict:
+        from validation.collect import compare_to_reference
+        c.fill_(float("nan"))
+        launch()
+        self.torch.cuda.synchronize()
+        return compare_to_reference(c, ref, cub_err)
+
+    # ---- timing
+    def queued_round(self, launchers, order, busy_ms):
+        from validation.timing import queued_round
+        return queued_round(launchers, order, busy_ms)
+
+    def spans(self, runner, slot=0) -> dict:
+        from validation.timing import span_and_clock
+        if not runner.config.instrument:  # the uninstrumented twin (overhead phase) records nothing
+            return {"span_ns": None, "clock_ghz": None, "slices": 0, "slices_expected": 0}
+        m, n, _ = runner.problem
+        return span_and_clock(runner.trace_buffer(slot), runner.cap, runner.grid_ctas(m, n))
+
+    def zero_traces(self, runners):
+        for r in runners:
+            r._trace.zero_()
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def free(self):
+        self.torch.cuda.empty_cache()
+
+
+class DryGpu:
+    """A CPU stand-in with the same interface: rules, schedules and (optionally) real sm_90a compiles;
+    synthetic timings from a roofline at 1.3 GHz (660 TFLOP/s, 4.8 TB/s) + 4 us. Never published."""
+
+    dry_run = True
+
+    def __init__(self, out: Path, log, compile_kernels: bool = False):
+        self.out, self.log = out, log
+        self.compile_kernels = compile_kernels
+        self._kernels: dict = {}
+        self.compile_s: dict = {}
+        self._rng = __import__("random").Random(1)
+        self.stream = None
+
+    def kernel(self, cfg, dtype):
+        key = (cfg.compile_key(), dtype)
+        if key not in self._kernels:
+            t0 = time.time()
+            if self.compile_kernels:
+                import tempfile
+
+                from hw_kernels.host import compile_sm90
+                cwd = os.getcwd()
+                with tempfile.TemporaryDirectory() as d:
+                    os.chdir(d)
+                    try:
+                        self._kernels[key] = compile_sm90(key[0], dtype, device="cpu")
+                    finally:
+                        os.chdir(cwd)
+            else:
+                self._kernels[key] = key
+            self.compile_s[f"{key[0].name()}_{dtype}"] = round(time.time() - t0, 2)
+        return self._kernels[key]
+
+    def inputs(self, m, n, k, dtype, seed):
+        return (m, k, dtype), (n, k, dtype)
+
+    class _Runner:
+        def __init__(self, cfg, dtype, m, n, k, slots):
+            from hw_kernels.host import H200_SMS
+            self.config, self.problem, self.slots = cfg, (m, n, k), slots
+            sch = cfg.schedule_for(m, n)
+            self.ctas = min(sch.clusters, H200_SMS // (cfg.cluster_m * cfg.cluster_n)) * cfg.cluster_m * cfg.cluster_n
+            tiles = math.ceil(m / cfg.tile_m) * math.ceil(n / cfg.tile_n)
+            waves = math.ceil(tiles / self.ctas)
+            flop_s = 2.0 * cfg.tile_m * cfg.tile_n * math.ceil(k / 64) * 64 * waves * self.ctas / 660e12
+            byte_s = 2.0 * (m * k + n * k + m * n) / 4.8e12
+            self.us = max(flop_s, byte_s) * 1e6 * (1.15 if cfg.schedule == "pingpong" and cfg.tile_n == 64 else 1.0)
+
+        def launch(self, slot=0):
+            pass
+
+    def runner(self, cfg, dtype, a, b, c, slots=1):
+        self.kernel(cfg, dtype)
+        m, k, _ = a
+        n = b[0]
+        bad = can_implement(m, n, k)
+        if bad:
+            from simulator.errors import ConfigError
+            raise ConfigError("; ".join(bad))
+        return self._Runner(cfg, dtype, m, n, k, slots)
+
+    def reference(self, a, b):
+        return None, 0.05
+
+    def check(self, launch, c, ref, cub_err):
+        return {"nan": 0, "max_abs_err": 0.06, "rel_err": 3e-4, "cublas_max_abs_err": cub_err,
+                "err_vs_cublas": 1.2, "ok": True}
+
+    def queued_round(self, launchers, order, busy_ms):
+        ev = {}
+        for n in order:
+            base = getattr(launchers[n], "dry_us", 10.0)
+            ev[n] = (base + 4.0) * (1 + 0.02 * self._rng.random())
+        return {"event_us": ev, "gap_us": dict.fromkeys(order, 0.0), "queued": True, "enqueue_ms": 1.0}
+
+    def spans(self, runner, slot=0):
+        return {"span_ns": int(runner.us * 1e3 * (1 + 0.01 * self._rng.random())), "clock_ghz": 1.3 + 0.05 *
+                self._rng.random(), "clock_ghz_min": 1.25, "clock_ghz_max": 1.4, "slices": 3 * runner.ctas,
+                "slices_expected": 3 * runner.ctas}
+
+    def zero_traces(self, runners):
+        pass
+
+    def sync(self):
+        pass
+
+    def free(self):
+        pass
+
+
+# =============================================================================================== phases
+class Campaign:
+    def __init__(self, gpu, out: Path, command: str, deadline: float, quick: bool):
+        from validation.collect import environment
+        self.gpu, self.out, self.deadline, self.quick = gpu, out, deadline, quick
+        env = environment(command) if not gpu.dry_run else {"command": command}
+        env["dry_run"] = gpu.dry_run
+        if not gpu.dry_run:
+            import torch
+            env["cublas_fp16_reduced_precision_reduction"] = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+            env["cublas_bf16_reduced_precision_reduction"] = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+        env["date_utc"] = env.get("date_utc") or time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+        self.res = {"env": env, "plan": {}, "rows": [], "launch_path": [], "overhead": [], "checks": [],
+                    "launches": {}, "skipped": [], "errors": []}
+        self.t0 = time.time()
+
+    def left(self) -> float:
+        return self.deadline - time.time()
+
+    def save(self):
+        self.res["compile_s"] = self.gpu.compile_s
+        self.res["elapsed_s"] = round(time.time() - self.t0, 1)
+        tmp = self.out / (RESULT + ".part")
+        tmp.write_text(json.dumps(self.res, separators=(",", ":"), default=str))
+        tmp.replace(self.out / RESULT)
+
+    def log(self, *a):
+        print(f"[{time.time() - self.t0:6.1f}s]", *a, flush=True)
+
+    # ------------------------------------------------------------------ one alternating shape
+    def measure_shape(self, phase: str, dtype: str, shape, configs, *, budget_s: float, max_rounds: int,
+                      min_rounds: int, seed: int, graphs: bool = False, check: bool = True,
+                      cublas: bool = True) -> list[dict]:
+        """One problem: compile/prepare every config, check each once, then alternating queued rounds
+        (each launch with its own record buffer: event time, span, clock); optionally CUDA graphs."""
+        g = self.gpu
+        m, n, k = shape
+        a, b = g.inputs(m, n, k, dtype, seed)
+        torch = getattr(g, "torch", None)
+        c = torch.empty(m, n, device="cuda", dtype=a.dtype) if torch else None
+        runners, errors = {}, {}
+        slots = GRAPH_LAUNCHES if graphs else 1
+        for cfg in configs:
+            if self.left() < 5:
+                break
+            try:
+                runners[cfg.name()] = g.runner(cfg, dtype, a, b, c, slots=slots)
+            except Exception as e:  # a config that cannot run is recorded, not fatal
+                errors[cfg.name()] = f"{type(e).__name__}: {e}"[:300]
+                self.log(f"{phase} {dtype} {shape} {cfg.name()}: {errors[cfg.name()]}")
+        checks = {}
+        if check and runners:
+            ref, cub_err = g.reference(a, b)
+            for name, r in runners.items():
+                try:
+                    checks[name] = g.check(r.launch, c, ref, cub_err)
+                except Exception as e:
+                    checks[name] = {"ok": False, "error": f"{type(e).__name__}: {e}"[:300]}
+                    errors[name] = checks[name]["error"]
+            del ref
+            bad = [x for x in checks if not checks[x].get("ok")]
+            self.log(f"{phase} {dtype} {m}x{n}x{k}: {len(checks) - len(bad)}/{len(checks)} correct, "
+                     f"cuBLAS max abs err {cub_err:.3g}" + (f"; FAILED: {bad[:5]}" if bad else ""))
+            for x in bad:  # a wrong kernel is not timed
+                runners.pop(x, None)
+        launchers = {name: r.launch for name, r in runners.items()}
+        if g.dry_run:
+            for name, r in runners.items():
+                launchers[name] = type("L", (), {"__call__": lambda self: None, "dry_us": r.us})()
+        if cublas and not g.dry_run:
+            bt = b.t()
+            launchers["cublas"] = lambda: torch.matmul(a, bt, out=c)
+        elif cublas:
+            launchers["cublas"] = type("L", (), {"__call__": lambda self: None,
+                                                  "dry_us": 2e6 * m * n * k / 700e12 + 2})()
+        names = list(launchers)
+        launches = {nm: [] for nm in names}
+        # warm-up round (module load, clocks), then rounds until the budget or max_rounds
+        busy_ms = 3.0
+        t_round_us = 0.0
+        for _ in range(2):
+            w = g.queued_round(launchers, names, busy_ms)
+            t_round_us = sum(w["event_us"].values())
+            busy_ms = max(2.0, 1.5 * w["enqueue_ms"])
+        rounds = max(min_rounds, min(max_rounds, int(budget_s * 1e6 / max(t_round_us, 1.0))))
+        t_start = time.time()
+        for rnd in range(rounds):
+            if self.left() < 3 and rnd >= 2:
+                self.res["skipped"].append(f"{phase} {dtype} {shape}: stopped after {rnd} rounds (time limit)")
+                break
+            g.zero_traces(runners.values())
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            w = g.queued_round(launchers, order, busy_ms)
+            busy_ms = max(2.0, 1.5 * w["enqueue_ms"])
+            clocks = {}
+            for i, nm in enumerate(order):
+                x = {"event_us": round(w["event_us"][nm], 3), "gap_us": round(w["gap_us"][nm], 3),
+                     "queued": w["queued"], "round": rnd, "pos": i}
+                if nm in runners:
+                    sc = g.spans(runners[nm])
+                    x["span_us"] = sc["span_ns"] / 1e3 if sc["span_ns"] is not None else None
+                    x["clock_ghz"] = round(sc["clock_ghz"], 4) if sc["clock_ghz"] else None
+                    x["slices_ok"] = sc["slices"] == sc["slices_expected"]
+                    clocks[i] = x["clock_ghz"]
+                launches[nm].append(x)
+            # cuBLAS has no in-kernel clock: the median clock of our launches just before and after it
+            for i, nm in enumerate(order):
+                if nm not in runners:
+                    near = [clocks[j] for j in (i - 2, i - 1, i + 1, i + 2) if clocks.get(j)]
+                    if near:
+                        launches[nm][-1]["neighbor_clock_ghz"] = statistics.median(near)
+        graph_rows = {}
+        if graphs and not g.dry_run and self.left() > 10:
+            graph_rows = self._graph_timing(runners, a, b, c, rounds=min(10, rounds))
+        rows = []
+        cub = summarize("cublas", launches.get("cublas", [])) if "cublas" in launches else None
+        for nm in names:
+            row = summarize(nm, launches[nm])
+            cfg = runners[nm].config if nm in runners else None
+            row.update({"phase": phase, "dtype": dtype, "m": m, "n": n, "k": k,
+                        "kernel": "cublas" if nm == "cublas" else "wsim_sm90_twin",
+                        "fields": None if cfg is None else {kk: v for kk, v in cfg.asdict().items()
+                                                            if kk not in ("instrument_roles",)},
+                        "tflops": tflops(m, n, k, row["event_us"]),
+                        "span_tflops": tflops(m, n, k, row["span_us"])})
+            if nm in checks:
+                row["check"] = checks[nm]
+            if cub and cub["event_us"] and row["event_us"]:
+                row["vs_cublas"] = cub["event_us"] / row["event_us"]
+            if nm in graph_rows:
+                row.update(graph_rows[nm])
+            rows.append(row)
+            self.res["launches"][f"{phase}|{dtype}|{m}x{n}x{k}|{nm}"] = [
+                [x.get("event_us"), x.get("span_us"), x.get("clock_ghz"), x.get("neighbor_clock_ghz"),
+                 int(bool(x.get("queued"))), x.get("gap_us")] for x in launches[nm]]
+        for nm, e in errors.items():
+            rows.append({"phase": phase, "dtype": dtype, "m": m, "n": n, "k": k, "config": nm, "error": e})
+        best = min((r for r in rows if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us")),
+                   key=lambda r: r["event_us"], default=None)
+        self.log(f"{phase} {dtype} {m}x{n}x{k}: {rounds} rounds x {len(names)} kernels in "
+                 f"{time.time() - t_start:.1f}s; cuBLAS {_f(cub and cub['event_us'])} us; best "
+                 f"{best and best['config']} {_f(best and best['event_us'])} us (span "
+                 f"{_f(best and best['span_us'])} us, clock {_f(best and best['clock_ghz'], 3)} GHz)")
+        del runners, launchers
+        g.free()
+        return rows
+
+    def _graph_timing(self, runners, a, b, c, rounds: int) -> dict:
+        """CUDA graphs of GRAPH_LAUNCHES launches per config (each launch its own record slot) and of
+        as many cuBLAS calls, replayed alternately, queued behind a busy kernel; per launch = replay
+        time / launches. Spans: the launches of the last replay."""
+        torch = self.gpu.torch
+        graphs = {}
+        for nm, r in runners.items():
+            try:
+                graphs[nm] = r.graph()
+            except Exception as e:
+                self.res["errors"].append(f"graph {nm}: {type(e).__name__}: {e}"[:300])
+        bt = b.t()
+        try:
+            gc = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(gc, stream=self.gpu.stream, capture_error_mode="relaxed"):
+                for _ in range(GRAPH_LAUNCHES):
+                    torch.matmul(a, bt, out=c)
+            graphs["cublas"] = gc
+        except Exception as e:
+            self.res["errors"].append(f"graph cublas: {type(e).__name__}: {e}"[:300])
+        names = list(graphs)
+        per = {nm: [] for nm in names}
+        launchers = {nm: g.replay for nm, g in graphs.items()}
+        self.gpu.queued_round(launchers, names, 3.0)  # warm-up
+        for rnd in range(rounds):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            w = self.gpu.queued_round(launchers, order, 3.0)
+            for nm in names:
+                per[nm].append(w["event_us"][nm] / GRAPH_LAUNCHES)
+        out = {}
+        for nm in names:
+            d = {"graph_us_per_launch": statistics.median(per[nm]), "graph_replays": len(per[nm]),
+                 "graph_launches": GRAPH_LAUNCHES}
+            if nm in runners:
+                sp = [self.gpu.spans(runners[nm], s) for s in range(GRAPH_LAUNCHES)]
+                ok = [x for x in sp if x["span_ns"] is not None]
+                if ok:
+                    d["graph_span_us"] = statistics.median(x["span_ns"] / 1e3 for x in ok)
+                    d["graph_clock_ghz"] = statistics.median(x["clock_ghz"] for x in ok if x["clock_ghz"])
+            out[nm] = d
+        return out
+
+    # ------------------------------------------------------------------ phases
+    def phase_launch(self, p):
+        """Host launch paths and per-launch events, idle vs queued."""
+        if self.gpu.dry_run:
+            self.res["launch_path"].append({"dry_run": True})
+            return
+        import torch
+
+        from validation.timing import host_us_per_call, queued_round, time_launches
+        cfg = p["configs"][0]
+        for (m, n, k) in p["shapes"]:
+            a, b = self.gpu.inputs(m, n, k, "fp16", 5)
+            c = torch.empty(m, n, device="cuda", dtype=a.dtype)
+            bt = b.t()
+            r = self.gpu.runner(cfg, "fp16", a, b, c)
+            r.launch()
+            torch.cuda.synchronize()
+            methods = {"dsl_call": r.launch_plain, "dsl_premarshalled": r.launch,
+                       "cublas": lambda a=a, bt=bt, c=c: torch.matmul(a, bt, out=c)}
+            try:
+                g1 = r.graph(slots=[0])
+                methods["dsl_graph_1"] = g1.replay
+            except Exception as e:
+                self.res["errors"].append(f"launch graph: {type(e).__name__}: {e}"[:300])
+            try:
+                gc = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(gc, stream=self.gpu.stream, capture_error_mode="relaxed"):
+                    torch.matmul(a, bt, out=c)
+                methods["cublas_graph_1"] = gc.replay
+            except Exception as e:
+                self.res["errors"].append(f"launch cublas graph: {type(e).__name__}: {e}"[:300])
+            row = {"m": m, "n": n, "k": k, "config": cfg.name(), "methods": {}}
+            for nm, fn in methods.items():
+                h = host_us_per_call(fn, n=200)
+                idle = time_launches(fn, 60)
+                row["methods"][nm] = {**h, "event_us_idle_median": statistics.median(idle) * 1e3}
+            # the same launches queued behind a busy kernel (no host path in the events)
+            q = {nm: [] for nm in methods}
+            for rnd in range(20):
+                names = list(methods)
+                order = names[rnd % len(names):] + names[:rnd % len(names)]
+                w = queued_round(methods, order, 3.0)
+                for nm in methods:
+                    q[nm].append(w["event_us"][nm])
+            for nm in methods:
+                row["methods"][nm]["event_us_queued_median"] = statistics.median(q[nm])
+            self.res["launch_path"].append(row)
+            self.log(f"launch {m}x{n}x{k}: " + "; ".join(
+                f"{nm} host {v['host_us']:.1f} us, stream {v['stream_us']:.1f} us, event idle "
+                f"{v['event_us_idle_median']:.1f} / queued {v['event_us_queued_median']:.1f} us"
+                for nm, v in row["methods"].items()))
+            self.save()
+
+    def phase_overhead(self, p):
+        for (m, n, k) in p["shapes"]:
+            if self.left() < 20:
+                self.res["skipped"].append(f"overhead {m}x{n}x{k}")
+                continue
+            rows = self.measure_shape("overhead", "fp16", (m, n, k), p["configs"], budget_s=3.0, max_rounds=40,
+                                      min_rounds=8, seed=21, check=False, cublas=True)
+            by = {r["config"]: r for r in rows if r.get("event_us")}
+            for cfg in p["configs"]:
+                if cfg.instrument == R.LEVEL_OFF:
+                    continue
+                base = by.get(replace(cfg, instrument=R.LEVEL_OFF).name())
+                mine = by.get(cfg.name())
+                if base and mine:
+                    key = f"overhead|fp16|{m}x{n}x{k}|"
+                    paired = [x[0] / y[0] - 1 for x, y in zip(self.res["launches"][key + cfg.name()],
+                                                               self.res["launches"][key + base["config"]],
+                                                               strict=False) if x[0] and y[0]]
+                    self.res["overhead"].append({
+                        "m": m, "n": n, "k": k, "config": base["config"], "level": cfg.instrument,
+                        "overhead_median_ratio": mine["event_us"] / base["event_us"] - 1,
+                        "overhead_paired_median": statistics.median(paired) if paired else None,
+                        "rounds": len(paired)})
+            self.res["rows"] += rows
+            self.save()
+
+    def phase_rows(self, name, p, *, budget_s, max_rounds, min_rounds, graphs=False):
+        dtypes = p.get("dtypes") or (p["dtype"],)
+        for dtype in dtypes:
+            for i, shape in enumerate(p["shapes"]):
+                if self.left() < 25:
+                    self.res["skipped"].append(f"{name} {dtype} {shape}: time limit")
+                    continue
+                rows = self.measure_shape(name, dtype, shape, p["configs"], budget_s=budget_s,
+                                          max_rounds=max_rounds, min_rounds=min_rounds, seed=100 + i,
+                                          graphs=graphs)
+                self.res["rows"] += rows
+                self.save()
+
+    def run(self, phases, quick):
+        p = plan(quick)
+        keys = check_plan(p)
+        self.res["plan"] = {ph: {"shapes": d["shapes"], "configs": [c.name() for c in d["configs"]]}
+                            for ph, d in p.items()}
+        self.res["plan"]["compile_keys"] = {dt: [c.name() for c in v] for dt, v in keys.items()}
+        self.log(f"plan: {sum(len(v) for v in keys.values())} compiles "
+                 f"({', '.join(f'{dt}: {len(v)}' for dt, v in keys.items())}); phases {phases}")
+        for dt, ks in keys.items():  # compile everything first (about 1 s each on the GPU machine)
+            for kc in ks:
+                if self.left() < 60:
+                    break
+                self.gpu.kernel(kc, dt)
+        self.log(f"compiled {len(self.gpu.compile_s)} kernels")
+        self.save()
+        if "launch" in phases:
+            self.phase_launch(p["launch"])
+        if "overhead" in phases:
+            self.phase_overhead(p["overhead"])
+        if "space" in phases:
+            self.phase_rows("space", p["space"], budget_s=1.2 if quick else 4.0, max_rounds=20, min_rounds=5)
+        if "bf16" in phases:
+            self.phase_rows("bf16", p["bf16"], budget_s=1.5, max_rounds=25, min_rounds=8)
+        if "small" in phases:
+            self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
+        self.res["done"] = True
+        self.save()
+        return self.res
+
+
+# =============================================================================================== publish
+def publish(run_dir: Path, dest: Path, *, allow_dry_run: bool = False) -> list[Path]:
+    """(CPU) Write a finished campaign into ``dest``: ``h200_campaign.json`` (compact: environment,
+    command, plan, per-row statistics, launch paths, overhead), ``h200_campaign_launches.npz`` (every
+    timed launch: event us, span us, clock GHz, neighbour clock, queued, gap us) and
+    ``h200_campaign.md`` (a summary). Refuses a dry run."""
+    import numpy as np
+    res = json.loads((Path(run_dir) / RESULT).read_text())
+    if res["env"].get("dry_run") and not allow_dry_run:
+        raise SystemExit(f"{run_dir}: a --dry-run campaign (synthetic timings) is never published")
+    dest.mkdir(parents=True, exist_ok=True)
+    cols = ["phase", "dtype", "m", "n", "k", "kernel", "config", "n_launches", "event_us", "event_us_p10",
+            "event_us_p90", "event_us_min", "span_us", "span_us_p10", "span_us_p90", "clock_ghz", "clock_ghz_min",
+            "clock_ghz_max", "neighbor_clock_ghz", "event_minus_span_us", "queued_fraction", "vs_cublas",
+            "graph_us_per_launch", "graph_span_us", "graph_clock_ghz", "ok", "max_abs_err", "cublas_max_abs_err",
+            "err_vs_cublas", "error"]
+    table = []
+    for r in res["rows"]:
+        chk = r.get("check") or {}
+        v = {**r, "n_launches": r.get("n"), "ok": chk.get("ok"), "max_abs_err": chk.get("max_abs_err"),
+             "cublas_max_abs_err": chk.get("cublas_max_abs_err"), "err_vs_cublas": chk.get("err_vs_cublas")}
+        table.append([(round(x, 5) if isinstance(x, float) else x) for x in (v.get(c) for c in cols)])
+    out = {"schema": "validation/measurements.py load_h200_timings", "env": res["env"], "plan": res["plan"],
+           "compile_s": res.get("compile_s"), "elapsed_s": res.get("elapsed_s"), "done": res.get("done", False),
+           "skipped": res.get("skipped"), "errors": res.get("errors"), "columns": cols, "rows": table,
+           "launch_path": res.get("launch_path"), "overhead": res.get("overhead")}
+    pj = dest / "h200_campaign.json"
+    pj.write_text(json.dumps(out, separators=(",", ":"), default=str))
+    keys = sorted(res["launches"])
+    arr = [np.asarray([[np.nan if v is None else float(v) for v in x] for x in res["launches"][kk]],
+                      dtype=np.float32).reshape(-1, 6) for kk in keys]
+    idx = np.repeat(np.arange(len(keys)), [len(a) for a in arr])
+    pn = dest / "h200_campaign_launches.npz"
+    np.savez_compressed(pn, keys=np.asarray(keys), row=idx.astype(np.int32),
+                        launches=np.concatenate(arr) if arr else np.zeros((0, 6), np.float32),
+                        columns=np.asarray(["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "queued",
+                                            "gap_us"]))
+    pm = dest / "h200_campaign.md"
+    pm.write_text(summary_markdown(out))
+    return [pj, pn, pm]
+
+
+def summary_markdown(pub: dict) -> str:
+    """A short markdown summary of a published campaign (the loader's rows)."""
+    from validation.measurements import rows_from_published
+    rows = rows_from_published(pub)
+    env = pub["env"]
+    ours = [r for r in rows if r["kernel"] == "wsim_sm90_twin"]
+    clocks = [r["clock_ghz"] for r in ours if r["clock_ghz"]]
+    lines = ["# H200 measurement campaign (hardware twin vs cuBLAS)", "",
+             f"- device: {env.get('device')}, driver {env.get('driver')}, nvidia-cutlass-dsl "
+             f"{env.get('nvidia_cutlass_dsl')}, torch {env.get('torch')}, {env.get('sms')} SMs; date {env.get('date_utc')}",
+             f"- command: `{env.get('command')}`; load with `validation.measurements.load_h200_timings()`",
+             f"- rows: {len(rows)} ({len(ours)} of our kernel, {len(rows) - len(ours)} cuBLAS); timed launches: "
+             f"{sum(r['n_launches'] or 0 for r in rows)}; every launch of our kernel carries its CUDA-event time "
+             "(queued behind a busy kernel), in-kernel span and effective SM clock",
+             f"- effective SM clock over rows: {min(clocks):.3f}-{max(clocks):.3f} GHz" if clocks else "- no clock",
+             f"- correctness: {sum(1 for r in ours if r['ok'])}/{sum(1 for r in ours if r['ok'] is not None)} "
+             "configs x shapes passed (every output written; max abs error <= 2 x cuBLAS's against float32)",
+             ""]
+    if pub.get("skipped"):
+        lines += [f"- skipped (time limit): {len(pub['skipped'])}: {'; '.join(pub['skipped'][:6])}", ""]
+    lp = pub.get("launch_path") or []
+    if lp and "methods" in lp[0]:
+        lines += ["## Host launch path (us per launch)", "",
+                  "| problem | method | host enqueue | back-to-back (idle start) | event, GPU idle | event, queued |",
+                  "| --- | --- | ---: | ---: | ---: | ---: |"]
+        for row in lp:
+            for nm, v in row["methods"].items():
+                lines.append(f"| {row['m']}x{row['n']}x{row['k']} | {nm} | {v['host_us']:.1f} | {v['stream_us']:.1f} | "
+                             f"{v['event_us_idle_median']:.1f} | {v['event_us_queued_median']:.1f} |")
+        lines.append("")
+    if pub.get("overhead"):
+        lines += ["## Instrumentation overhead (event time, same kernel uninstrumented, alternating)", "",
+                  "| problem | config | level | median ratio - 1 | paired median |", "| --- | --- | --- | ---: | ---: |"]
+        for o in pub["overhead"]:
+            pm = o.get("overhead_paired_median")
+            lines.append(f"| {o['m']}x{o['n']}x{o['k']} | {o['config']} | {o['level']} | "
+                         f"{100 * o['overhead_median_ratio']:+.2f}% | {'' if pm is None else f'{100 * pm:+.2f}%'} |")
+        lines.append("")
+    lines += ["## Best of our kernel vs cuBLAS per problem (CUDA-event medians, queued)", "",
+              "| phase | dtype | M x N x K | cuBLAS us | best config | us | span us | clock GHz | vs cuBLAS | configs |",
+              "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    groups: dict = {}
+    for r in rows:
+        if r["phase"] == "overhead":
+            continue
+        groups.setdefault((r["phase"], r["dtype"], r["m"], r["n"], r["k"]), []).append(r)
+    for (ph, dt, m, n, k), rs in groups.items():
+        cub = next((r for r in rs if r["kernel"] == "cublas"), None)
+        mine = [r for r in rs if r["kernel"] == "wsim_sm90_twin" and r["event_us"]]
+        if not mine:
+            continue
+        best = min(mine, key=lambda r: r["event_us"])
+        cu = cub["event_us"] if cub else None
+        ratio = None if cu is None else cu / best["event_us"]
+        lines.append(f"| {ph} | {dt} | {m}x{n}x{k} | {_f(cu)} | {best['config']} | {_f(best['event_us'])} | "
+                     f"{_f(best['span_us'])} | {_f(best['clock_ghz'], 3)} | {_f(ratio, 3)} | {len(mine)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.campaign", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.environ.get("OUT", "campaign_out"), help="output folder")
+    ap.add_argument("--quick", action="store_true", help="a small subset of every phase (a smoke run)")
+    ap.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
+    ap.add_argument("--time-limit", type=float, default=480.0, help="seconds: no new work starts after this")
+    ap.add_argument("--dry-run", action="store_true", help="CPU: the plan, the rules and synthetic timings")
+    ap.add_argument("--compile", action="store_true", help="with --dry-run: compile every kernel for sm_90a")
+    ap.add_argument("--publish", metavar="RUN_DIR", help="(CPU) write RUN_DIR's campaign into --dest")
+    ap.add_argument("--dest", default="validation/results", help="with --publish: where to write")
+    a = ap.parse_args(argv)
+    if a.publish:
+        for pth in publish(Path(a.publish), Path(a.dest)):
+            print(f"wrote {pth} ({pth.stat().st_size / 1e3:.0f} kB)")
+        return 0
+    phases = [x for x in a.phases.split(",") if x]
+    bad = [x for x in phases if x not in PHASES]
+    if bad:
+        print(f"python -m validation.campaign: --phases {','.join(bad)}: unknown; valid: {','.join(PHASES)}",
+              file=sys.stderr)
+        return 2
+    if not a.dry_run:
+        from validation.timing import require_cuda_gpu
+        require_cuda_gpu("python -m validation.campaign")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = " ".join(["python -m validation.campaign", *(sys.argv[1:] if argv is None else argv)])
+    deadline = time.time() + a.time_limit
+    if a.dry_run:
+        gpu = DryGpu(out, print, compile_kernels=a.compile)
+        Campaign(gpu, out, command, deadline, a.quick).run(phases, a.quick)
+        print(f"dry run: wrote {out / RESULT}")
+        return 0
+    import torch
+    gpu = Gpu(out, print)
+    camp = Campaign(gpu, out, command, deadline, a.quick)
+    with torch.cuda.stream(gpu.stream):
+        try:
+            camp.run(phases, a.quick)
+        except Exception as e:  # keep what was measured
+            import traceback
+            camp.res["errors"].append(f"fatal: {type(e).__name__}: {e}"[:500])
+            traceback.print_exc()
+            camp.save()
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

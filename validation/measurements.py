@@ -1,0 +1,110 @@
+"""The committed H200 timings, as rows the accuracy and tuning helpers read (CPU, no GPU, no DSL).
+
+``load_h200_timings()`` reads ``validation/results/h200_campaign.json`` (written by
+``python -m validation.campaign --publish RUN_DIR`` from a GPU run of ``python -m validation.campaign``)
+and returns one dict per (phase, dtype, problem, kernel):
+
+=====================  ==========================================================================
+key                    meaning
+=====================  ==========================================================================
+``phase``              ``"space"`` (every ``hw_kernels.space.hw_space()`` candidate, issue 11.2),
+                       ``"bf16"``, ``"small"`` (1-10 us problems, also timed with CUDA graphs),
+                       ``"overhead"`` (instrumentation on/off pairs)
+``dtype``              ``"fp16"`` or ``"bf16"`` (A, B and D; fp32 accumulate)
+``m, n, k``            the problem: D[m, n] = A[m, k] @ B[n, k]^T
+``kernel``             ``"wsim_sm90_twin"`` (hw_kernels.sm90_gemm) or ``"cublas"`` (torch.matmul)
+``config``             ``KernelConfig.name()`` of our kernel (``_trace-span``: the span level every
+                       timed launch carries), or ``"cublas"``
+``fields``             our kernel's ``KernelConfig`` fields (tile_m, tile_n, tile_k, cluster_m,
+                       cluster_n, schedule, raster, swizzle, epilogue_tile_n, epilogue_store_stages,
+                       mainloop_stages, instrument), None for cuBLAS
+``n_launches``         timed launches behind the row (alternating with every other kernel of the
+                       same problem, order rotating per round, same random-normal inputs)
+``event_us``           median CUDA-event time of one launch, queued behind a busy kernel (no host
+                       launch path); ``_p10``, ``_p90``, ``_min`` likewise
+``span_us``            median in-kernel span: first role start to last TMA store landed
+                       (%globaltimer, 32 ns ticks); ``_p10``, ``_p90``
+``clock_ghz``          median effective SM clock of the launches (clock64 ticks over globaltimer ns,
+                       inside the kernel); ``_min``, ``_max`` over launches. cuBLAS has none:
+                       ``neighbor_clock_ghz`` is the median clock of our launches run just before
+                       and after it
+``event_minus_span_us`` median per-launch (event - span): the GPU-side launch latency and drain
+``queued_fraction``    share of launches in rounds the host had fully enqueued before the GPU ran them
+``vs_cublas``          cuBLAS's event_us over this row's (> 1: faster than cuBLAS)
+``graph_us_per_launch`` (small) per-launch time in a CUDA graph of 20 launches; ``graph_span_us``,
+                       ``graph_clock_ghz``
+``ok``                 checked once per problem: every output written and max abs error against a
+                       float32 reference <= 2 x cuBLAS's (``max_abs_err``, ``cublas_max_abs_err``,
+                       ``err_vs_cublas``); None when not checked
+``error``              why a config did not run (then no timing)
+``env``                device, driver, DSL version, torch, date, the exact command (shared dict)
+=====================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CAMPAIGN = RESULTS / "h200_campaign.json"
+
+
+def rows_from_published(pub: dict) -> list[dict]:
+    """Rows (dicts, the keys above) of a published campaign dict (its ``columns`` + ``rows`` table)."""
+    from hw_kernels.host import KernelConfig
+
+    cols = pub["columns"]
+    env = pub.get("env", {})
+    out = []
+    for vals in pub["rows"]:
+        r = dict(zip(cols, vals, strict=True))
+        r["kernel"] = r.get("kernel") or ("cublas" if r["config"] == "cublas" else "wsim_sm90_twin")
+        cfg = None if r["config"] == "cublas" else KernelConfig.from_name(r["config"].replace("_trace-span", ""))
+        fields = None
+        if cfg is not None:
+            fields = cfg.asdict()
+            fields.pop("instrument_roles", None)
+            fields["instrument"] = 4 if r["config"].endswith("_trace-span") else (
+                0 if KernelConfig.from_name(r["config"]) is not None else None)
+        r["fields"] = fields
+        r["env"] = env
+        out.append(r)
+    return out
+
+
+def load_h200_timings(path: str | Path | None = None, *, phase: str | None = None, dtype: str | None = None,
+                      kernel: str | None = None, ok_only: bool = True,
+                      allow_dry_run: bool = False) -> list[dict]:
+    """The committed H200 timings (schema in this module's docstring), optionally filtered.
+
+    ``ok_only``: drop rows of our kernel that failed their correctness check or did not run.
+    Raises FileNotFoundError if the campaign was not committed, ValueError for a dry run.
+    """
+    p = Path(path) if path is not None else CAMPAIGN
+    pub = json.loads(p.read_text())
+    if pub.get("env", {}).get("dry_run") and not allow_dry_run:
+        raise ValueError(f"{p}: a --dry-run campaign (synthetic timings), not a measurement")
+    rows = rows_from_published(pub)
+    if phase is not None:
+        rows = [r for r in rows if r["phase"] == phase]
+    if dtype is not None:
+        rows = [r for r in rows if r["dtype"] == dtype]
+    if kernel is not None:
+        rows = [r for r in rows if r["kernel"] == kernel]
+    if ok_only:
+        rows = [r for r in rows if r.get("error") is None and r.get("ok") is not False and r.get("event_us")]
+    return rows
+
+
+def launch_path(path: str | Path | None = None) -> list[dict]:
+    """The host-launch-path measurements (per problem: method -> host us per launch, back-to-back us,
+    event us with the GPU idle and queued)."""
+    p = Path(path) if path is not None else CAMPAIGN
+    return json.loads(p.read_text()).get("launch_path") or []
+
+
+def instrumentation_overhead(path: str | Path | None = None) -> list[dict]:
+    """The span (and tile) instrumentation's overhead rows: problem, config, level, ratios."""
+    p = Path(path) if path is not None else CAMPAIGN
+    return json.loads(p.read_text()).get("overhead") or []
