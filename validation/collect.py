@@ -583,12 +583,13 @@ def main(argv=None) -> int:
         s.save()
         return 0 if all(r["ok"] for r in s.res["smoke"]) else 1
     if a.phase == "smoke":
-        for cfg in (replace(TUNED, instrument=R.LEVEL_EPILOGUE), DEFAULT):
+        for cfg in (replace(TUNED, instrument=R.LEVEL_EPILOGUE), DEFAULT, replace(TUNED, instrument=R.LEVEL_SPAN)):
             r = check_one(s, cfg, "fp16", 1000, 1032, 520, 7)
             print("smoke", json.dumps(r), flush=True)
             s.res.setdefault("smoke", []).append(r)
+        s.res["smoke"].append(check_refused(s, DEFAULT, "fp16", 3001, 17, 4096))
         s.save()
-        return 0
+        return 0 if all(r["ok"] for r in s.res["smoke"]) else 1
     if a.phase in ("check", "all"):
         phase_check(s, a.quick)
     if a.phase in ("bench", "all"):
