@@ -159,8 +159,13 @@ def check_one(s: Session, cfg: KernelConfig, dtype: str, m: int, n: int, k: int,
         sl = decode(run.trace_buffer(), run.cap, run.grid_ctas(m, n))
         rec["slices"] = len(sl)
         rec["dropped"] = int(sum(x.dropped for x in sl.values()))
-        rec["schedule_ok"] = schedule_matches(sl, cfg, m, n, run.c.max_active_clusters)
-        ok = ok and rec["schedule_ok"] and rec["dropped"] == 0
+        rec["slices_expected"] = run.grid_ctas(m, n) * R.ROLES_PER_CTA
+        if R.record_level(cfg.instrument) >= R.LEVEL_TILE:  # tile records: the order of every CTA
+            rec["schedule_ok"] = schedule_matches(sl, cfg, m, n, run.c.max_active_clusters)
+        else:  # the span level: every role of every CTA wrote its header and footer
+            rec["schedule_ok"] = None
+        ok = (ok and rec["schedule_ok"] is not False and rec["dropped"] == 0
+              and rec["slices"] == rec["slices_expected"])
     rec["ok"] = ok
     return rec
 
