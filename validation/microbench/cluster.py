@@ -1,7 +1,7 @@
 """Cluster residency on the H200, and where the clusters of one launch land (``cuda/cluster.cu``).
 
-* ``cuOccupancyMaxActiveClusters`` for cluster sizes 1, 2, 4, 8, 16 (16 is non-portable: the kernel
-  opts in), with 384 threads and the hardware twin's dynamic SMEM footprint (230,400 B: its stage count
+* ``cuOccupancyMaxActiveClusters`` for cluster sizes 1, 2, 3, 4, 6, 8, 9, 12, 16 (above 8 is
+  non-portable: the kernel opts in), with 384 threads and the hardware twin's dynamic SMEM footprint (230,400 B: its stage count
   fills the SM for every tile it supports, see ``hw_kernels/sm90_gemm.py``), and with 1 KiB for
   comparison; the DSL's ``HardwareInfo().get_max_active_clusters`` beside it when the DSL is there.
 * ``cluster_probe`` launched with exactly that many clusters: every CTA records %smid, %nsmid, its
@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
-SIZES = (1, 2, 4, 8, 16)
+#: Cluster sizes probed (3, 6, 9, 12 tile GPCs of 18 SMs, so the SMs that 2^k-sized clusters leave idle
+#: show up in some cluster and join their GPC).
+SIZES = (1, 2, 3, 4, 6, 8, 9, 12, 16)
 TWIN_SMEM = 230400
 THREADS = 384
 
@@ -64,7 +66,7 @@ def measure(gpu, quick: bool = False) -> dict:
     try:
         import cutlass.utils
         hw = cutlass.utils.HardwareInfo()
-        res["dsl_hardware_info"] = {str(cs): hw.get_max_active_clusters(cs) for cs in SIZES}
+        res["dsl_hardware_info"] = {str(cs): hw.get_max_active_clusters(cs) for cs in (1, 2, 4, 8, 16)}
     except Exception as e:  # noqa: BLE001 - the DSL is optional here
         res["dsl_hardware_info"] = {"error": f"{type(e).__name__}: {e}"[:200]}
     out = gpu.alloc(4096 * 8 * 8)

@@ -7,7 +7,9 @@
 * ``mbarrier_pingpong_local``: two warps of one CTA hand a token through two mbarriers; round trip /
   2, and the one-way time from the arriving thread's clock to the woken thread's clock (same SM).
 * ``mbarrier_pingpong_remote``: the same between rank 0 and rank ``peer`` of a cluster
-  (``mbarrier.arrive.release.cluster`` on the peer's barrier via ``mapa``), one CTA per SM.
+  (``mbarrier.arrive.release.cluster`` on the peer's barrier via ``mapa``), one CTA per SM; variants
+  that poll with ``test_wait`` instead of ``try_wait`` (which may suspend the thread) and that arrive
+  with ``.relaxed`` instead of ``.release`` semantics, to see which part costs.
 """
 
 from __future__ import annotations
@@ -73,29 +75,46 @@ def measure(gpu, quick: bool = False) -> dict:
         gpu.free(buf)
 
     n = 1024 if quick else 8192
-    fn = gpu.func(cub, "mbarrier_pingpong_local")
-    for grid in (1, sms):
-        gpu.launch(fn, grid, 64, Args.of([out], [n]), smem=116 * 1024)
-        recs = gpu.spans(out, grid, 8)
-        rt = (recs[:, 1] - recs[:, 0]) / n
-        res["mbarrier_local"].append({"ctas": grid, "round_trips": n, "round_trip_cycles": med(rt),
-                                      "one_way_cycles": med(recs[:, 5] / n),
-                                      "clock_mhz": span_summary(recs)["clock_mhz"]})
-    fn = gpu.func(cub, "mbarrier_pingpong_remote")
-    for cs, peer in ((2, 1), (4, 1), (4, 3), (8, 7)):
-        clusters = 16
+    for kname, wait in (("mbarrier_pingpong_local", "try_wait"), ("mbarrier_pingpong_local_poll", "test_wait")):
+        fn = gpu.func(cub, kname)
+        for grid in (1, sms):
+            gpu.launch(fn, grid, 64, Args.of([out], [n]), smem=116 * 1024)
+            recs = gpu.spans(out, grid, 8)
+            rt = (recs[:, 1] - recs[:, 0]) / n
+            res["mbarrier_local"].append({"wait": wait, "ctas": grid, "round_trips": n, "round_trip_cycles": med(rt),
+                                          "one_way_cycles": med(recs[:, 5] / n),
+                                          "clock_mhz": span_summary(recs)["clock_mhz"]})
+            print(f"[sync] local mbarrier {wait} x{grid}: one way {med(recs[:, 5] / n):.0f}, "
+                  f"round trip {med(rt):.0f} clk", flush=True)
+    for kname, wait, arrive, cs, peer in (
+            ("mbarrier_pingpong_remote", "try_wait", "release", 2, 1),
+            ("mbarrier_pingpong_remote_poll", "test_wait", "release", 2, 1),
+            ("mbarrier_pingpong_remote_relaxed", "try_wait", "relaxed", 2, 1),
+            ("mbarrier_pingpong_remote", "try_wait", "release", 4, 1),
+            ("mbarrier_pingpong_remote", "try_wait", "release", 4, 3),
+            ("mbarrier_pingpong_remote", "try_wait", "release", 8, 7),
+            ("mbarrier_pingpong_remote", "try_wait", "release", 16, 15)):
+        fn = gpu.func(cub, kname)
+        clusters = 6
         gpu.memset(out, 0, sms * 8 * 8)
-        gpu.launch(fn, cs * clusters, 32, Args.of([out], [n, peer]), smem=116 * 1024, cluster=cs)
+        try:
+            gpu.launch(fn, cs * clusters, 32, Args.of([out], [n, peer]), smem=116 * 1024, cluster=cs)
+        except RuntimeError as e:
+            res["mbarrier_remote"].append({"cluster": cs, "peer": peer, "wait": wait, "arrive": arrive,
+                                           "error": str(e)[:200]})
+            continue
         recs = gpu.spans(out, cs * clusters, 8)
         lead = recs[::cs]
         peers = recs[peer::cs]
         rt = (lead[:, 1] - lead[:, 0]) / n
         same_sm = int(np.count_nonzero(lead[:, 4] == peers[:, 5]))
-        res["mbarrier_remote"].append({"cluster": cs, "peer": peer, "clusters": clusters, "round_trips": n,
+        res["mbarrier_remote"].append({"cluster": cs, "peer": peer, "wait": wait, "arrive": arrive,
+                                       "clusters": clusters, "round_trips": n,
                                        "round_trip_cycles": med(rt), "round_trip_min": float(rt.min()),
                                        "round_trip_max": float(rt.max()), "pairs_on_one_sm": same_sm,
                                        "clock_mhz": span_summary(lead)["clock_mhz"]})
-        print(f"[sync] remote arrive cluster {cs} peer {peer}: round trip {med(rt):.0f} clk", flush=True)
+        print(f"[sync] remote arrive ({arrive}, {wait}) cluster {cs} peer {peer}: round trip {med(rt):.0f} clk",
+              flush=True)
     gpu.free(out)
     gpu.free(starts)
     res["quantities"] = quantities(res)
@@ -112,13 +131,16 @@ def quantities(res: dict) -> dict:
                     f"median over {r['ctas']} CTA(s) (min {r['cycles_min']:.0f}, max {r['cycles_max']:.0f})")
     for r in res["mbarrier_local"]:
         who = "1sm" if r["ctas"] == 1 else f"{r['ctas']}sm"
-        q[f"mbarrier.local.one_way_cycles.{who}"] = qv(
-            r["one_way_cycles"], "cycles", "arrive (clock before) -> waiting warp's try_wait returns (clock after)")
-        q[f"mbarrier.local.half_round_trip_cycles.{who}"] = qv(
-            r["round_trip_cycles"] / 2, "cycles", "token passed between two warps through two mbarriers, / 2")
+        w = r.get("wait", "try_wait")
+        q[f"mbarrier.local.{w}.one_way_cycles.{who}"] = qv(
+            r["one_way_cycles"], "cycles", f"arrive (clock before) -> waiting warp's {w} returns (clock after)")
+        q[f"mbarrier.local.{w}.half_round_trip_cycles.{who}"] = qv(
+            r["round_trip_cycles"] / 2, "cycles", f"token passed between two warps through two mbarriers ({w}), / 2")
     for r in res["mbarrier_remote"]:
-        q[f"mbarrier.remote.c{r['cluster']}_peer{r['peer']}.half_round_trip_cycles"] = qv(
+        if "error" in r:
+            continue
+        q[f"mbarrier.remote.{r['arrive']}.{r['wait']}.c{r['cluster']}_peer{r['peer']}.half_round_trip_cycles"] = qv(
             r["round_trip_cycles"] / 2, "cycles",
-            f"release.cluster arrive on rank {r['peer']}'s barrier and back, / 2 (cluster of {r['cluster']}, "
-            "one CTA per SM)")
+            f"{r['arrive']}.cluster arrive on rank {r['peer']}'s barrier, {r['wait']} there, and back, / 2 "
+            f"(cluster of {r['cluster']}, one CTA per SM)")
     return q

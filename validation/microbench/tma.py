@@ -13,7 +13,8 @@ boxes) and spins until the phase completes; repeated, one value per repetition (
 Streaming (``tma_stream``): one thread per CTA keeps 6 loads of 32 KiB in flight (refilling each
 buffer when it lands), over a footprint of F MiB (F = 8 ... 96: L2-resident or not; 2048: HBM), from
 1, 16, 66 or 132 SMs. Bandwidth = bytes / span of the launch (%globaltimer); per SM = bytes per CTA /
-its cycles. The same stream over K-major matrices with both row pitches (16 MiB: L2; 512 MiB: HBM).
+its cycles. The same stream over K-major matrices with both row pitches (16 MiB: L2; 512 MiB: HBM),
+and with 1, 2, 4, 6 loads in flight (the bandwidth-latency product of one SM).
 """
 
 from __future__ import annotations
@@ -102,26 +103,45 @@ def measure(gpu, quick: bool = False) -> dict:
             print(f"[tma] stream {fmib:5d} MiB x{n:3d} SMs: {r['bytes_per_s'] / 1e12:6.2f} TB/s, "
                   f"{r['bytes_per_clk_per_sm']:.1f} B/clk/SM ({s['clock_mhz']} MHz)", flush=True)
 
+    # ---------------------------------------------------------------- streaming, loads in flight
+    rows = 16 * 1024 * 1024 // 128
+    tmap = gpu.tensor_map_2d(big, 64, rows, 128, 64, 256)
+    for stages in (1, 2, 4, 6):
+        for n in (1, sms):
+            args = Args.of([out], [1, rows // 256, per_block, stages, STREAM_BOX, max(1, rows // 256 // n), 256, 64])
+            sm = stages * STREAM_BOX + 1024
+            gpu.launch(fn, n, 32, args, smem=sm, tmap=tmap)
+            gpu.launch(fn, n, 32, args, smem=sm, tmap=tmap)
+            s = span_summary(gpu.spans(out, n, 8))
+            nbytes = n * per_block * STREAM_BOX
+            r = {"stages": stages, "sms": n, "footprint_mib": 16, "bytes_per_s": nbytes / s["wall_ns"] * 1e9,
+                 "bytes_per_clk_per_sm": per_block * STREAM_BOX / s["cycles_median"], "clock_mhz": s["clock_mhz"]}
+            res.setdefault("stream_depth", []).append(r)
+            print(f"[tma] stream {stages} x 32 KiB in flight x{n} SMs: {r['bytes_per_s'] / 1e12:.2f} TB/s, "
+                  f"{r['bytes_per_clk_per_sm']:.1f} B/clk/SM", flush=True)
+
     # ---------------------------------------------------------------- streaming, row pitch
     for pname, k in PITCHES:
         for where, rows in (("l2", 2048), ("hbm", 65536)):
             tmap = gpu.tensor_map_2d(big, k, rows, k * 2, 64, 256)
             nbx, nby = 4096 // 64, rows // 256
-            count = min(per_block, nbx * nby // sms) if where == "hbm" else per_block // 2
-            stride = nbx * nby // sms
-            args = Args.of([out], [nbx, nby, count, STAGES, STREAM_BOX, stride, 256, 64])
-            if where == "hbm":
-                gpu.flush_l2()
-            else:
-                gpu.launch(fn, sms, 32, args, smem=smem, tmap=tmap)
-            gpu.launch(fn, sms, 32, args, smem=smem, tmap=tmap)
-            s = span_summary(gpu.spans(out, sms, 8))
-            nbytes = sms * count * STREAM_BOX
-            r = {"pitch": pname, "where": where, "footprint_mib": rows * 64 * 2 // (1 << 20), "sms": sms,
-                 "bytes_per_s": nbytes / s["wall_ns"] * 1e9,
-                 "bytes_per_clk_per_sm": count * STREAM_BOX / s["cycles_median"], "clock_mhz": s["clock_mhz"]}
-            res["stream_pitch"].append(r)
-            print(f"[tma] stream {pname} {where}: {r['bytes_per_s'] / 1e12:.2f} TB/s", flush=True)
+            for n in (1, sms):
+                count = min(per_block, nbx * nby // n) if where == "hbm" else per_block // 2
+                stride = nbx * nby // n
+                args = Args.of([out], [nbx, nby, count, STAGES, STREAM_BOX, stride, 256, 64])
+                if where == "hbm":
+                    gpu.flush_l2()
+                else:
+                    gpu.launch(fn, n, 32, args, smem=smem, tmap=tmap)
+                gpu.launch(fn, n, 32, args, smem=smem, tmap=tmap)
+                s = span_summary(gpu.spans(out, n, 8))
+                nbytes = n * count * STREAM_BOX
+                r = {"pitch": pname, "where": where, "footprint_mib": rows * 64 * 2 // (1 << 20), "sms": n,
+                     "bytes_per_s": nbytes / s["wall_ns"] * 1e9,
+                     "bytes_per_clk_per_sm": count * STREAM_BOX / s["cycles_median"], "clock_mhz": s["clock_mhz"]}
+                res["stream_pitch"].append(r)
+                print(f"[tma] stream {pname} {where} x{n}: {r['bytes_per_s'] / 1e12:.2f} TB/s, "
+                      f"{r['bytes_per_clk_per_sm']:.1f} B/clk/SM", flush=True)
     gpu.free(big)
     gpu.free(out)
     res["quantities"] = quantities(res)
@@ -153,7 +173,13 @@ def quantities(res: dict) -> dict:
                                      f"{r['footprint_mib']} MiB, {r['sms']} SMs")
         q[f"{key}.bytes_per_clk_per_sm"] = qv(r["bytes_per_clk_per_sm"], "B/clk/SM", "same run, per SM")
     for r in res["stream_pitch"]:
-        q[f"tma_stream.{r['where']}.{r['pitch']}.bytes_per_s"] = qv(
+        key = f"tma_stream.{r['where']}.{r['pitch']}.{r['sms']}sm"
+        q[f"{key}.bytes_per_s"] = qv(
             r["bytes_per_s"], "B/s", f"TMA stream of 256 x 64 boxes of a K-major matrix, row pitch {r['pitch'][1:]} B, "
             f"{r['footprint_mib']} MiB, {r['sms']} SMs")
+        q[f"{key}.bytes_per_clk_per_sm"] = qv(r["bytes_per_clk_per_sm"], "B/clk/SM", "same run, per SM")
+    for r in res.get("stream_depth", []):
+        q[f"tma_stream.depth{r['stages']}.{r['sms']}sm.bytes_per_clk_per_sm"] = qv(
+            r["bytes_per_clk_per_sm"], "B/clk/SM", f"TMA stream from L2 (16 MiB), {r['stages']} x 32 KiB loads "
+            f"in flight per SM, {r['sms']} SMs")
     return q

@@ -60,12 +60,28 @@ __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t phase) 
                "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n\t"
                "@!P1 bra MB_WAITC;\n}" :: "r"(bar), "r"(phase) : "memory");
 }
+// Non-blocking polls (no suspend): spin on test_wait instead of try_wait.
+__device__ __forceinline__ void mbar_poll(uint32_t bar, uint32_t phase) {
+  asm volatile("{\n\t.reg .pred P1;\n"
+               "MB_POLL:\n\t"
+               "mbarrier.test_wait.parity.shared::cta.b64 P1, [%0], %1;\n\t"
+               "@!P1 bra MB_POLL;\n}" :: "r"(bar), "r"(phase) : "memory");
+}
+__device__ __forceinline__ void mbar_poll_cluster(uint32_t bar, uint32_t phase) {
+  asm volatile("{\n\t.reg .pred P1;\n"
+               "MB_POLLC:\n\t"
+               "mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n\t"
+               "@!P1 bra MB_POLLC;\n}" :: "r"(bar), "r"(phase) : "memory");
+}
 // Address of the same shared-memory variable in CTA `rank` of the cluster.
 __device__ __forceinline__ uint32_t mapa(uint32_t addr, uint32_t rank) {
   uint32_t r; asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank)); return r;
 }
 __device__ __forceinline__ void mbar_arrive_remote(uint32_t remote_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote_bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_remote_relaxed(uint32_t remote_bar) {
+  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote_bar) : "memory");
 }
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");

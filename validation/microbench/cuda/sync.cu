@@ -19,7 +19,8 @@ extern "C" __global__ void __launch_bounds__(32, 1) pointer_chase(const Args a) 
 // arrival each: thread 0 arrives on A and waits on B, thread 32 waits on A and arrives on B. Also the
 // one-way wake time: thread 0 stores its clock just before arriving, thread 32 reads its clock when its
 // wait returns (same SM clock). p[0] = out (8 int64 per block), i[0] = round trips.
-extern "C" __global__ void __launch_bounds__(64, 1) mbarrier_pingpong_local(const Args a) {
+template <bool POLL>
+__device__ __forceinline__ void pingpong_local(const Args& a) {
   __shared__ __align__(8) uint64_t bars[2];
   __shared__ volatile unsigned long long t_arrive;
   const uint32_t A = smem_u32(&bars[0]), B = smem_u32(&bars[1]);
@@ -31,14 +32,14 @@ extern "C" __global__ void __launch_bounds__(64, 1) mbarrier_pingpong_local(cons
     for (int r = 0; r < n; ++r) {
       t_arrive = clk64();
       mbar_arrive(A);
-      mbar_wait(B, r & 1);
+      if (POLL) mbar_poll(B, r & 1); else mbar_wait(B, r & 1);
     }
     const uint64_t c1 = clk64(), g1 = gtimer();
     write_span((long long*)a.p[0] + blockIdx.x * 8, c0, c1, g0, g1);
   } else if (threadIdx.x == 32) {
     unsigned long long one_way = 0;
     for (int r = 0; r < n; ++r) {
-      mbar_wait(A, r & 1);
+      if (POLL) mbar_poll(A, r & 1); else mbar_wait(A, r & 1);
       const uint64_t t = clk64();
       one_way += t - t_arrive;
       mbar_arrive(B);
@@ -47,10 +48,15 @@ extern "C" __global__ void __launch_bounds__(64, 1) mbarrier_pingpong_local(cons
   }
 }
 
+extern "C" __global__ void __launch_bounds__(64, 1) mbarrier_pingpong_local(const Args a) { pingpong_local<false>(a); }
+// The same with test_wait polling (never suspends) instead of try_wait.
+extern "C" __global__ void __launch_bounds__(64, 1) mbarrier_pingpong_local_poll(const Args a) { pingpong_local<true>(a); }
+
 // The same across a cluster: thread 0 of rank 0 arrives (release.cluster) on a barrier of rank `peer`
 // and waits on its own; thread 0 of `peer` waits on its own and arrives on rank 0's. Launched as
 // clusters of i[1] + 1 or more CTAs. p[0] = out (8 int64 per block), i[0] = round trips, i[1] = peer rank.
-extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote(const Args a) {
+template <bool POLL, bool RELAXED>
+__device__ __forceinline__ void pingpong_remote(const Args& a) {
   __shared__ __align__(8) uint64_t bar;
   const uint32_t me = smem_u32(&bar);
   const uint32_t rank = cluster_ctarank();
@@ -62,18 +68,22 @@ extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote(con
     const uint32_t there = mapa(me, peer);
     const uint64_t c0 = clk64(), g0 = gtimer();
     for (int r = 0; r < n; ++r) {
-      mbar_arrive_remote(there);
-      mbar_wait_cluster(me, r & 1);
+      if (RELAXED) mbar_arrive_remote_relaxed(there); else mbar_arrive_remote(there);
+      if (POLL) mbar_poll_cluster(me, r & 1); else mbar_wait_cluster(me, r & 1);
     }
     const uint64_t c1 = clk64(), g1 = gtimer();
     write_span((long long*)a.p[0] + blockIdx.x * 8, c0, c1, g0, g1);
   } else if (threadIdx.x == 0 && rank == peer) {
     const uint32_t there = mapa(me, 0);
     for (int r = 0; r < n; ++r) {
-      mbar_wait_cluster(me, r & 1);
-      mbar_arrive_remote(there);
+      if (POLL) mbar_poll_cluster(me, r & 1); else mbar_wait_cluster(me, r & 1);
+      if (RELAXED) mbar_arrive_remote_relaxed(there); else mbar_arrive_remote(there);
     }
     ((long long*)a.p[0])[blockIdx.x * 8 + 5] = (long long)smid();
   }
   cluster_sync();  // no CTA leaves while a peer may still arrive on its barrier
 }
+// try_wait / release arrive (what CUTLASS's ClusterBarrier does); test_wait polling; relaxed arrive.
+extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote(const Args a) { pingpong_remote<false, false>(a); }
+extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote_poll(const Args a) { pingpong_remote<true, false>(a); }
+extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote_relaxed(const Args a) { pingpong_remote<false, true>(a); }
