@@ -316,6 +316,12 @@ class Sm90TmaWsGemm:
         writer = (tidx % THREADS_PER_WG) == 0
         t_start = self._now64()
         gt_start = self._gt()
+        if cutlass.const_expr(self.span):
+            # The header now, not with the footer: otherwise its clock words stay live in registers
+            # through the whole role (written at the end, the span level measured +2.5% on the
+            # 128x128 ping-pong at 4096^3; validation/results/h200_campaign.md has this version's).
+            if writer:
+                self._header(trace, slice_base, cta_rank, cta_linear, t_start, gt_start)
 
         pipeline.pipeline_init_wait(cluster_shape_mn=(self.cluster_m, self.cluster_n))
 
@@ -373,8 +379,7 @@ class Sm90TmaWsGemm:
                 pos += 1
             if cutlass.const_expr(self.span):
                 if writer:
-                    self._header_footer(trace, slice_base, pos, trace_capacity, cta_rank, cta_linear,
-                                        t_start, gt_start, tiles_done)
+                    self._footer(trace, slice_base, pos, trace_capacity, tiles_done)
 
         if wg > 0:
             # ---------------- Consumer0 / Consumer1 ----------------
@@ -600,8 +605,7 @@ class Sm90TmaWsGemm:
                     pos += 1
             if cutlass.const_expr(self.span):
                 if writer:
-                    self._header_footer(trace, slice_base, pos, trace_capacity, cta_rank, cta_linear,
-                                        t_start, gt_start, tiles_done)
+                    self._footer(trace, slice_base, pos, trace_capacity, tiles_done)
 
     # ------------------------------------------------------------------ helpers
     def _now(self, level: int, enabled: bool = True):
@@ -665,11 +669,9 @@ class Sm90TmaWsGemm:
             cute.autovec_copy(rec, dst)
 
     @cute.jit
-    def _header_footer(self, trace: cute.Tensor, base: Int32, pos: Int32, cap: Int32, cta_rank: Int32,
-                       cta_linear: Int32, t_start: Int64, gt_start: Int64, tiles_done: Int32):
-        """Header (record 0) and footer (record 1) of this slice, with full 64-bit clocks."""
-        t_end = cute.arch.clock64()
-        gt_end = cute.arch.globaltimer()
+    def _header(self, trace: cute.Tensor, base: Int32, cta_rank: Int32, cta_linear: Int32, t_start: Int64,
+                gt_start: Int64):
+        """Header (record 0) of this slice, written at role start: SM id, full 64-bit clocks."""
         off = base * R.RECORD_WORDS
         trace[off + 0] = Int32(R.HEADER)
         trace[off + 1] = cute.arch.smid()
@@ -679,7 +681,13 @@ class Sm90TmaWsGemm:
         trace[off + 5] = _lo32(gt_start >> 32)
         trace[off + 6] = cta_rank
         trace[off + 7] = cta_linear
-        off = off + R.RECORD_WORDS
+
+    @cute.jit
+    def _footer(self, trace: cute.Tensor, base: Int32, pos: Int32, cap: Int32, tiles_done: Int32):
+        """Footer (record 1) of this slice, written at role end, with full 64-bit clocks."""
+        t_end = cute.arch.clock64()
+        gt_end = cute.arch.globaltimer()
+        off = (base + 1) * R.RECORD_WORDS
         written = pos  # records 0 .. pos-1 (header and footer included)
         dropped = Int32(0)
         if written > cap:

@@ -109,9 +109,9 @@ GRAPH_LAUNCHES = 20
 OVERHEAD_CONFIGS = [KernelConfig(cluster_m=2, swizzle=4),
                     KernelConfig(schedule="pingpong", tile_n=128, cluster_m=2, swizzle=4),
                     KernelConfig(schedule="pingpong", tile_n=64, cluster_m=1)]
-OVERHEAD_SHAPES = [(8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 1024)]
+OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (1024, 1024, 1024)]
 #: The host-launch-path problems.
-LAUNCH_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048)]
+LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
 PHASES = ("launch", "overhead", "space", "bf16", "small")
 
@@ -139,7 +139,7 @@ def plan(quick: bool = False) -> dict:
         "small": {"shapes": SMALL_SHAPES, "configs": _span(SMALL_CONFIGS), "dtypes": ("fp16", "bf16")},
     }
     if quick:
-        p["launch"]["shapes"] = LAUNCH_SHAPES[:1]
+        p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
         p["overhead"]["shapes"] = [(4096, 4096, 4096), (1024, 1024, 1024)]
         pick = [c for c in space if c.cluster_m * c.cluster_n <= 2 and c.swizzle == 4][:6] + space[-6:]
         p["space"] = {"shapes": [(2048, 2048, 2048), (3000, 5000, 1000)], "configs": pick, "dtype": "fp16"}
@@ -666,7 +666,7 @@ class Campaign:
         if "overhead" in phases:
             self.phase_overhead(p["overhead"])
         if "space" in phases:
-            self.phase_rows("space", p["space"], budget_s=1.2 if quick else 4.0, max_rounds=20, min_rounds=5)
+            self.phase_rows("space", p["space"], budget_s=1.2 if quick else 5.0, max_rounds=30, min_rounds=5)
         if "bf16" in phases:
             self.phase_rows("bf16", p["bf16"], budget_s=1.5, max_rounds=25, min_rounds=8)
         if "small" in phases:
