@@ -48,10 +48,16 @@ def format_result(res) -> str:
         out.append("")
     clk = arch.clock_ghz.value
     once, twice = res.tile_check()
-    out.append(f"predicted time     {res.time_ns / 1e3:10.2f} us   ({res.cycles:,.0f} cycles at {clk:.3f} GHz"
+    if res.deadlock is not None:
+        out.append("(the kernel never finishes: the numbers below cover it up to the deadlock, not a prediction)")
+    label = "predicted time" if res.deadlock is None else "until deadlock"
+    out.append(f"{label:<19}{res.time_ns / 1e3:10.2f} us   ({res.cycles:,.0f} cycles at {clk:.3f} GHz"
                f" + {res.launch_overhead_ns / 1e3:.1f} us launch overhead)")
-    out.append(f"throughput         {res.tflops:10.1f} TFLOP/s = {100 * res.peak_fraction:.1f}% of the tensor-core "
-               f"peak ({res.peak_tflops:.0f} TFLOP/s at {clk:.3f} GHz)")
+    if res.deadlock is None:
+        out.append(f"throughput         {res.tflops:10.1f} TFLOP/s = {100 * res.peak_fraction:.1f}% of the tensor-core "
+                   f"peak ({res.peak_tflops:.0f} TFLOP/s at {clk:.3f} GHz)")
+    else:
+        out.append("throughput                n/a   (the GEMM does not finish)")
     out.append(f"tensor cores busy  {100 * res.tensor_core_utilization:10.1f} % of the CTA makespan")
     out.append(f"HBM traffic        read {_gb(res.hbm_read_bytes)}, write {_gb(res.hbm_write_bytes)}; "
                f"compulsory {_gb(res.compulsory_bytes)} (x{res.hbm_bytes / max(1, res.compulsory_bytes):.2f}); "
