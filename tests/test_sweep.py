@@ -152,6 +152,7 @@ def test_cli_sweep_grid(tmp_path):
     (["--backend", "mpi"], "--backend='mpi': unknown; valid: process, serial, ray"),
     (["--out", "x.txt", "--set", "m=128"], "unknown format '.txt'"),
     (["--arch", "a100"], "a100"),
+    (["--arch-set", "clock_ghz=fast", "--set", "m=128"], "--arch-set clock_ghz='fast': must be a number"),
 ])
 def test_cli_sweep_bad_input_is_one_line_exit_2(args, message):
     p = _wsim("sweep", *args)

@@ -62,7 +62,17 @@ def arch_from_args(name: str, overrides: list[str]):
 
     arch = get_arch(name)
     if overrides:
-        arch = arch.with_overrides(dict(split_kv(o, "--arch-set") for o in overrides), origin="--arch-set")
+        values: dict[str, float] = {}
+        for o in overrides:
+            key, text = split_kv(o, "--arch-set")
+            try:
+                values[key] = int(text)
+            except ValueError:
+                try:
+                    values[key] = float(text)
+                except ValueError:
+                    raise ConfigError(f"--arch-set {key}={text!r}: must be a number") from None
+        arch = arch.with_overrides(values, origin="--arch-set")
     return arch
 
 
