@@ -1,0 +1,85 @@
+"""The SM clock is an input: ``max`` (the spec clock), ``sustained`` (a documented clock under load), or GHz.
+
+The model counts cycles; the clock only turns them into nanoseconds, and GPUs lower it under load
+(an H200 GEMM runs at 1.25-1.35 GHz in-kernel against 1.98 GHz max). So every time the model
+prints says which clock it used, and :func:`with_clock` picks one:
+
+* ``"max"`` -- the arch's ``clock_ghz`` constant as its factory sets it (the spec / boost clock);
+* ``"sustained"`` -- the under-load clock in :data:`SUSTAINED_CLOCKS`, with its source;
+* a number -- that clock in GHz (e.g. the effective clock measured in the run being compared).
+
+Only ``clock_ghz`` changes; bandwidths given in bytes per second (HBM, L2) stay what they are, so at
+a lower SM clock they are worth more bytes per cycle.
+"""
+
+from __future__ import annotations
+
+from simulator.errors import ConfigError
+from simulator.machine.arch import ArchSpec
+from simulator.machine.constants import Constant
+
+#: Under-load SM clocks, per arch name. Each is a documented clock, not a fit.
+SUSTAINED_CLOCKS: dict[str, Constant] = {
+    "H200": Constant(
+        "clock_ghz", 1.30, "GHz",
+        "sustained: in-kernel clock (clock64 over %globaltimer) of our H200 GEMMs at 8192^3, medians "
+        "1.281-1.322 GHz fp16/bf16 (validation/results/hw_vs_cublas.json, 2026-11-29)", "measured-here"),
+    "B200": Constant(
+        "clock_ghz", 1.30, "GHz",
+        "sustained: NOT a measured under-load clock -- the clock hbarclay/gemm-model locked its B200 "
+        "GEMM runs at (nvidia-smi -lgc 1300,1300), the only B200 GEMM data we score against; no "
+        "published B200 in-kernel clock under load was found", "datasheet"),
+}
+
+CLOCK_CHOICES = ("max", "sustained")
+
+
+def parse_clock(text: str | float | None) -> str | float | None:
+    """``--clock`` text -> "max", "sustained", a float in GHz, or None (not given)."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        val = float(text)
+    else:
+        s = str(text).strip().lower()
+        if s in CLOCK_CHOICES:
+            return s
+        if s.endswith("ghz"):
+            s = s[:-3].strip()
+        elif s.endswith("mhz"):
+            try:
+                return parse_clock(float(s[:-3]) / 1000.0)
+            except ValueError:
+                raise ConfigError(f"clock={text!r}: expected a number of GHz, 'max' or 'sustained'") from None
+        try:
+            val = float(s)
+        except ValueError:
+            raise ConfigError(f"clock={text!r}: expected a number of GHz, 'max' or 'sustained'") from None
+    if not (val == val) or val <= 0 or val > 10:
+        raise ConfigError(f"clock={text!r}: a clock must be a number of GHz in (0, 10]")
+    return val
+
+
+def with_clock(arch: ArchSpec, clock: str | float | None) -> ArchSpec:
+    """``arch`` with its SM clock set to ``clock`` ("max", "sustained", GHz, or None: unchanged)."""
+    clock = parse_clock(clock)
+    if clock is None or clock == "max":
+        return arch
+    if clock == "sustained":
+        c = SUSTAINED_CLOCKS.get(arch.name)
+        if c is None:
+            raise ConfigError(f"clock='sustained': no documented under-load clock for arch {arch.name}; "
+                              "give the clock in GHz")
+        return arch.with_overrides({"clock_ghz": c.value}, origin=c.source)
+    return arch.with_overrides({"clock_ghz": float(clock)}, origin=f"--clock {clock:g} GHz")
+
+
+def clock_label(arch: ArchSpec) -> str:
+    """How the arch's clock was chosen, for printing beside a time."""
+    c = arch.clock_ghz
+    if c.kind != "override":
+        return f"{c.value:g} GHz (max: {c.source.split(' (')[0]})"
+    return f"{c.value:g} GHz ({c.source.split(' (was ')[0]})"
+
+
+__all__ = ["SUSTAINED_CLOCKS", "CLOCK_CHOICES", "parse_clock", "with_clock", "clock_label"]
