@@ -20,6 +20,9 @@ from .common import med, qv
 ENS = (16, 32, 64)
 TILE = 128
 D_COLS = 4096
+#: CTAs (one per SM) of the subtile loop: one SM alone (the SM-local cost), 16, and all (then the
+#: stores of e32/e64 saturate the HBM write bandwidth: 132 x 8 KiB / 519 cycles = 4.1 TB/s).
+GRIDS = (1, 16, 132)
 
 
 def expected_tiles(rows: int, tiles_per_cta: int):
@@ -45,34 +48,36 @@ def measure(gpu, quick: bool = False) -> dict:
     out = gpu.alloc(sms * 16 * 8)
     runs, checks = [], {}
     want = expected_tiles(rows, tiles)
-    written = (np.arange(rows)[:, None] // TILE) * (D_COLS // TILE) + np.arange(D_COLS)[None, :] // TILE < sms * tiles
+    tile_of = (np.arange(rows)[:, None] // TILE) * (D_COLS // TILE) + np.arange(D_COLS)[None, :] // TILE
     one_per_sm = 116 * 1024
     for en in ENS:
         tmap = gpu.tensor_map_2d(d, D_COLS, rows, D_COLS * 2, en, TILE, swizzle_bytes=en * 2)
         for sched, threads in (("coop", 256), ("pp", 128)):
-            for mode in ("plain", "phases"):
+            for mode, grids in (("plain", GRIDS), ("phases", (1, sms))):
                 fn = gpu.func(cub, f"epi_e{en}_{sched}_{mode}")
-                gpu.memset(d, 0xFF, rows * D_COLS * 2)
-                gpu.launch(fn, sms, threads, Args.of([out], [tiles, D_COLS // TILE]), smem=one_per_sm, tmap=tmap)
-                recs = gpu.spans(out, sms, 16)
-                s = span_summary(recs)
-                nsub = tiles * (TILE // en)
-                r = {"en": en, "schedule": sched, "mode": mode, "tiles_per_cta": tiles,
-                     "cycles_per_subtile": s["cycles_median"] / nsub,
-                     "cycles_per_subtile_max": s["cycles_max"] / nsub,
-                     "drain_cycles": med(recs[:, 5]), "clock_mhz": s["clock_mhz"], "sms": s["sms"]}
-                if mode == "phases":
-                    for j, name in enumerate(("stmatrix_issue", "fence", "wait_read", "barrier", "store_issue")):
-                        r[f"phase_{name}"] = med(recs[:, 6 + j]) / nsub
-                if mode == "plain":
-                    got = np.zeros((rows, D_COLS), dtype=np.float16)
-                    gpu.d2h(got, d)
-                    bad = int(np.count_nonzero((got != want) & written))
-                    checks[f"e{en}_{sched}"] = bad
-                    r["mismatches"] = bad
-                runs.append(r)
-                print(f"[epilogue] e{en} {sched} {mode}: {r['cycles_per_subtile']:.1f} clk/subtile"
-                      + (f", mismatches {r.get('mismatches')}" if mode == "plain" else ""), flush=True)
+                for grid in grids:
+                    grid = min(grid, sms)
+                    gpu.memset(d, 0xFF, rows * D_COLS * 2)
+                    gpu.launch(fn, grid, threads, Args.of([out], [tiles, D_COLS // TILE]), smem=one_per_sm, tmap=tmap)
+                    recs = gpu.spans(out, grid, 16)
+                    s = span_summary(recs)
+                    nsub = tiles * (TILE // en)
+                    r = {"en": en, "schedule": sched, "mode": mode, "ctas": grid, "tiles_per_cta": tiles,
+                         "cycles_per_subtile": s["cycles_median"] / nsub,
+                         "cycles_per_subtile_max": s["cycles_max"] / nsub,
+                         "drain_cycles": med(recs[:, 5]), "clock_mhz": s["clock_mhz"], "sms": s["sms"]}
+                    if mode == "phases":
+                        for j, name in enumerate(("stmatrix_issue", "fence", "wait_read", "barrier", "store_issue")):
+                            r[f"phase_{name}"] = med(recs[:, 6 + j]) / nsub
+                    if mode == "plain":
+                        got = np.zeros((rows, D_COLS), dtype=np.float16)
+                        gpu.d2h(got, d)
+                        bad = int(np.count_nonzero((got != want) & (tile_of < grid * tiles)))
+                        checks[f"e{en}_{sched}_{grid}sm"] = bad
+                        r["mismatches"] = bad
+                    runs.append(r)
+                    print(f"[epilogue] e{en} {sched} {mode} x{grid}: {r['cycles_per_subtile']:.1f} clk/subtile"
+                          + (f", mismatches {r.get('mismatches')}" if mode == "plain" else ""), flush=True)
     store = []
     fn = gpu.func(cub, "tma_store_latency")
     n = 16 if quick else 64
@@ -105,15 +110,18 @@ def quantities(res: dict) -> dict:
     q = {}
     for r in res["runs"]:
         key = f"epilogue.{r['schedule']}.e{r['en']}"
+        ctas = r.get("ctas", 132)
+        sfx = "" if ctas == 132 else f"_{ctas}sm"
         who = "256 threads, cooperative" if r["schedule"] == "coop" else "128 threads, ping-pong"
         if r["mode"] == "plain":
-            q[f"{key}.subtile_cycles"] = qv(r["cycles_per_subtile"], "cycles per 128 x EN subtile",
-                                            f"steady state, {who}, 4 store buffers, 132 SMs")
-            q[f"{key}.drain_cycles"] = qv(r["drain_cycles"], "cycles", "final bulk wait_group 0 after the last store")
+            q[f"{key}.subtile_cycles{sfx}"] = qv(r["cycles_per_subtile"], "cycles per 128 x EN subtile",
+                                                 f"steady state, {who}, 4 store buffers, {ctas} SMs storing")
+            q[f"{key}.drain_cycles{sfx}"] = qv(r["drain_cycles"], "cycles",
+                                               "final bulk wait_group 0 after the last store")
         else:
             for ph in ("stmatrix_issue", "fence", "wait_read", "barrier", "store_issue"):
-                q[f"{key}.{ph}_cycles"] = qv(r[f"phase_{ph}"], "cycles per subtile",
-                                             f"store thread's clock between steps ({who})")
+                q[f"{key}.{ph}_cycles{sfx}"] = qv(r[f"phase_{ph}"], "cycles per subtile",
+                                                  f"store thread's clock between steps ({who}, {ctas} SMs)")
     for s in res["store"]:
         where = "1sm" if s["ctas"] == 1 else f"{s['ctas']}sm"
         q[f"tma_store.e{s['en']}.read_cycles_{where}"] = qv(

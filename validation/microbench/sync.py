@@ -9,7 +9,8 @@
 * ``mbarrier_pingpong_remote``: the same between rank 0 and rank ``peer`` of a cluster
   (``mbarrier.arrive.release.cluster`` on the peer's barrier via ``mapa``), one CTA per SM; variants
   that poll with ``test_wait`` instead of ``try_wait`` (which may suspend the thread) and that arrive
-  with ``.relaxed`` instead of ``.release`` semantics, to see which part costs.
+  with ``.relaxed`` instead of ``.release`` semantics, to see which part costs, and the CuTe DSL's
+  default (``mbarrier.arrive.shared::cluster`` at CTA scope, CTA-scope ``try_wait``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def measure(gpu, quick: bool = False) -> dict:
             ("mbarrier_pingpong_remote", "try_wait", "release", 2, 1),
             ("mbarrier_pingpong_remote_poll", "test_wait", "release", 2, 1),
             ("mbarrier_pingpong_remote_relaxed", "try_wait", "relaxed", 2, 1),
+            ("mbarrier_pingpong_remote_cta", "try_wait", "release_cta", 2, 1),
             ("mbarrier_pingpong_remote", "try_wait", "release", 4, 1),
             ("mbarrier_pingpong_remote", "try_wait", "release", 4, 3),
             ("mbarrier_pingpong_remote", "try_wait", "release", 8, 7),

@@ -83,6 +83,10 @@ __device__ __forceinline__ void mbar_arrive_remote(uint32_t remote_bar) {
 __device__ __forceinline__ void mbar_arrive_remote_relaxed(uint32_t remote_bar) {
   asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote_bar) : "memory");
 }
+// The CuTe DSL's default for a remote arrival: release at CTA scope (no .cluster qualifier).
+__device__ __forceinline__ void mbar_arrive_remote_cta(uint32_t remote_bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote_bar) : "memory");
+}
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }

@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(64, 1) mbarrier_pingpong_local_poll
 // The same across a cluster: thread 0 of rank 0 arrives (release.cluster) on a barrier of rank `peer`
 // and waits on its own; thread 0 of `peer` waits on its own and arrives on rank 0's. Launched as
 // clusters of i[1] + 1 or more CTAs. p[0] = out (8 int64 per block), i[0] = round trips, i[1] = peer rank.
-template <bool POLL, bool RELAXED>
+template <bool POLL, int ARRIVE>  // ARRIVE: 0 release.cluster, 1 relaxed.cluster, 2 release.cta (CTA-scope wait)
 __device__ __forceinline__ void pingpong_remote(const Args& a) {
   __shared__ __align__(8) uint64_t bar;
   const uint32_t me = smem_u32(&bar);
@@ -68,22 +68,24 @@ __device__ __forceinline__ void pingpong_remote(const Args& a) {
     const uint32_t there = mapa(me, peer);
     const uint64_t c0 = clk64(), g0 = gtimer();
     for (int r = 0; r < n; ++r) {
-      if (RELAXED) mbar_arrive_remote_relaxed(there); else mbar_arrive_remote(there);
-      if (POLL) mbar_poll_cluster(me, r & 1); else mbar_wait_cluster(me, r & 1);
+      if (ARRIVE == 1) mbar_arrive_remote_relaxed(there); else if (ARRIVE == 2) mbar_arrive_remote_cta(there); else mbar_arrive_remote(there);
+      if (POLL) mbar_poll_cluster(me, r & 1); else if (ARRIVE == 2) mbar_wait(me, r & 1); else mbar_wait_cluster(me, r & 1);
     }
     const uint64_t c1 = clk64(), g1 = gtimer();
     write_span((long long*)a.p[0] + blockIdx.x * 8, c0, c1, g0, g1);
   } else if (threadIdx.x == 0 && rank == peer) {
     const uint32_t there = mapa(me, 0);
     for (int r = 0; r < n; ++r) {
-      if (POLL) mbar_poll_cluster(me, r & 1); else mbar_wait_cluster(me, r & 1);
-      if (RELAXED) mbar_arrive_remote_relaxed(there); else mbar_arrive_remote(there);
+      if (POLL) mbar_poll_cluster(me, r & 1); else if (ARRIVE == 2) mbar_wait(me, r & 1); else mbar_wait_cluster(me, r & 1);
+      if (ARRIVE == 1) mbar_arrive_remote_relaxed(there); else if (ARRIVE == 2) mbar_arrive_remote_cta(there); else mbar_arrive_remote(there);
     }
     ((long long*)a.p[0])[blockIdx.x * 8 + 5] = (long long)smid();
   }
   cluster_sync();  // no CTA leaves while a peer may still arrive on its barrier
 }
-// try_wait / release arrive (what CUTLASS's ClusterBarrier does); test_wait polling; relaxed arrive.
-extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote(const Args a) { pingpong_remote<false, false>(a); }
-extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote_poll(const Args a) { pingpong_remote<true, false>(a); }
-extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote_relaxed(const Args a) { pingpong_remote<false, true>(a); }
+// release.cluster arrive + acquire.cluster try_wait; test_wait polling; relaxed.cluster arrive; and the CuTe
+// DSL's default (release.cta arrive on the remote barrier, CTA-scope try_wait).
+extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote(const Args a) { pingpong_remote<false, 0>(a); }
+extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote_poll(const Args a) { pingpong_remote<true, 0>(a); }
+extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote_relaxed(const Args a) { pingpong_remote<false, 1>(a); }
+extern "C" __global__ void __launch_bounds__(32, 1) mbarrier_pingpong_remote_cta(const Args a) { pingpong_remote<false, 2>(a); }
