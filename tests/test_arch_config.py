@@ -53,8 +53,9 @@ def test_h200_values():
     # 989 TFLOP/s / (132 SMs x 1.83 GHz) = 4094 ~ 4096
     assert 989e12 / (132 * 1.83e9) == pytest.approx(4096, rel=0.01)
     assert H200.tmem_columns.value == 0 and H200.clc_query_latency_cycles.value == 0
-    assert H200.hbm_latency_cycles.value == pytest.approx(478.8)
-    assert "H800" in H200.hbm_latency_cycles.source
+    assert H200.hbm_latency_cycles.value == pytest.approx(699.6)
+    assert H200.hbm_latency_cycles.kind == "measured-here"
+    assert "h200_microbench_v2.json" in H200.hbm_latency_cycles.source
 
 
 def test_overrides():

@@ -6,8 +6,10 @@ Every field of :class:`ArchSpec` except ``name`` and ``sm_version`` is a
 - ``ArchSpec.b200()`` -- Blackwell B200 (SM100): the chip the seed kernel targets. Nobody here has
   one; its numbers are published microbenchmarks, datasheet values, CUTLASS constants, or
   estimates (said so in ``kind``).
-- ``ArchSpec.h200()`` -- Hopper H200 (SM90): the GPU available for validation. Some latencies are
-  from Luo et al. measured on an H800 (same SM90 die family); each source says which chip.
+- ``ArchSpec.h200()`` -- Hopper H200 (SM90): the GPU available for validation. Its latencies and
+  bandwidths are our own microbenchmarks (``validation/microbench``, results in
+  ``validation/results/h200_microbench_v2.json``, each source naming its key there); where a
+  published figure (Luo et al., H800) differs, the source gives it too.
 
 Sources are those collected in ``shared/reference/published-figures.md``.
 """
@@ -25,6 +27,8 @@ _SEMI = "SemiAnalysis microbench-blackwell"
 _LUO = "Luo et al. IPDPS'24 (arXiv 2402.13499)"
 _LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
 _MICRO = "validation/results/h200_microbench.json (python -m validation.microbench, 2026-11-29)"
+#: The v2 microbenchmarks (one per SM90 timing constant); a source names the key in its "quantities".
+_MICRO2 = "validation/results/h200_microbench_v2.json (python -m validation.microbench.run, 2026-12-01)"
 _CUDA_GUIDE_CLUSTERS = "CUDA C++ Programming Guide, Thread Block Clusters (8 portable, 16 non-portable opt-in)"
 
 # Constants that may be zero (the feature does not exist on that architecture); all others must be > 0.
@@ -246,7 +250,11 @@ class ArchSpec:
             mma_fp8_factor=C("mma_fp8_factor", 2.0, "x", "NVIDIA datasheet (FP8 1979 vs BF16 989 TFLOP/s)",
                              "datasheet"),
             mma_latency_cycles=C("mma_latency_cycles", 128, "cycles",
-                                 f"{_LUO} Table VIII (H800 wgmma m64n256k16 SS fp16)", "paper"),
+                                 f"{_MICRO2} wgmma.ss.f16.n128.latency_cycles (127.8): fence + one wgmma m64n128k16 "
+                                 "SS + commit + wait_group 0. Per N it is 95.8/127.8/162.8/213.0 for N=64/128/192/256 "
+                                 "(issue interval + 63-84): the model applies one value to every N. (Luo et al.'s "
+                                 "128 cycles for m64n256k16 is that shape's issue interval, measured 128.9.)",
+                                 "measured-here"),
             smem_read_bytes_per_clk=C("smem_read_bytes_per_clk", 128, "B/clk/SM",
                                       "NVIDIA Hopper tuning guide / CUDA guide: 32 banks x 4 B per clk",
                                       "datasheet"),
@@ -257,22 +265,35 @@ class ArchSpec:
             hbm_bytes_per_s=C("hbm_bytes_per_s", 4.279e12, "B/s",
                               f"{_MICRO}: 4 GiB device-to-device copy, read+write bytes over time, SM at "
                               "1980 MHz (datasheet: 4.8 TB/s)", "measured-here"),
-            hbm_latency_cycles=C("hbm_latency_cycles", 478.8, "cycles",
-                                 f"{_LUO} Table IV (H800 PCIe global-memory latency)", "paper"),
+            hbm_latency_cycles=C("hbm_latency_cycles", 699.6, "cycles",
+                                 f"{_MICRO2} load_latency.hbm.f1024MiB.1sm: dependent ld.global.cg chain, 4 KiB "
+                                 "slots over 1 GiB after an L2 flush (Luo et al., H800 PCIe: 478.8)", "measured-here"),
             l2_bytes=C("l2_bytes", 62914560, "B",
                        f"{_MICRO}: cudaDeviceProp.l2CacheSize of the H200 (60 MiB)", "measured-here"),
-            l2_bytes_per_s=C("l2_bytes_per_s", 21.43e12, "B/s",
-                             f"{_MICRO}: Triton read of a 16 MiB buffer from all SMs, SM at 1980 MHz "
-                             "(22.8 TB/s at 8 MiB, 19.4 at 24 MiB, 9.7 at 48 MiB: the far L2 half)",
-                             "measured-here"),
-            l2_latency_cycles=C("l2_latency_cycles", 263.0, "cycles",
-                                f"{_LUO} Table IV (H800 L2 263 clk; extended version: near hit 258)", "paper"),
-            tma_issue_overhead_cycles=C("tma_issue_overhead_cycles", 170, "cycles",
-                                        f"{_LUO_EXT} (H800: TMA ~170 clk above a plain load)", "paper"),
-            mbarrier_arrive_latency_cycles=C("mbarrier_arrive_latency_cycles", 20, "cycles",
-                                             "not published: ~ shared-memory atomic latency", "estimate"),
-            remote_arrive_latency_cycles=C("remote_arrive_latency_cycles", 180, "cycles",
-                                           f"{_LUO_EXT} (H800 DSMEM SM-to-SM latency)", "paper"),
+            l2_bytes_per_s=C("l2_bytes_per_s", 9.164e12, "B/s",
+                             f"{_MICRO2} l2_to_sm.f16MiB.132sm.bytes_per_s: TMA loads (32 KiB boxes, 6 in "
+                             "flight per SM) from all 132 SMs over a 16 MiB L2-resident footprint, SM at 1980 MHz "
+                             "(9.1-9.2 TB/s at 16-48 MiB, 6.7 at 64, 19.9 at 8 MiB; plain loads read 21.4 TB/s at "
+                             f"16 MiB in {_MICRO})", "measured-here"),
+            l2_latency_cycles=C("l2_latency_cycles", 281.0, "cycles",
+                                f"{_MICRO2} load_latency.l2.f4MiB.1sm: dependent ld.global.cg chain over 4 MiB "
+                                "(32 MiB and all 132 SMs at once: 280, range 271-294; Luo et al., H800: 263)",
+                                "measured-here"),
+            tma_issue_overhead_cycles=C("tma_issue_overhead_cycles", 178, "cycles",
+                                        f"{_MICRO2} tma_load.latency.l2.p8192.1KiB.1sm (459: arrive.expect_tx + "
+                                        "a 1 KiB TMA load that hits L2 -> mbarrier phase complete) minus "
+                                        "load_latency.l2.f4MiB.1sm (281) (Luo et al. extended, H800: ~170)",
+                                        "measured-here"),
+            mbarrier_arrive_latency_cycles=C("mbarrier_arrive_latency_cycles", 56.25, "cycles",
+                                             f"{_MICRO2} mbarrier.local.try_wait.one_way_cycles.1sm: arrive in one "
+                                             "warp -> try_wait returns in another warp of the CTA (same SM clock)",
+                                             "measured-here"),
+            remote_arrive_latency_cycles=C("remote_arrive_latency_cycles", 208.3, "cycles",
+                                           f"{_MICRO2} mbarrier.remote.relaxed.try_wait.c2_peer1.half_round_trip_cycles"
+                                           ": mbarrier.arrive.relaxed.cluster on the peer CTA's barrier (mapa), "
+                                           "try_wait there, and back, / 2; with .release.cluster: 481 (the twin's "
+                                           "CTA-scoped arrive was not measured; Luo et al. DSMEM: 180)",
+                                           "measured-here"),
             clc_query_latency_cycles=C("clc_query_latency_cycles", 0, "cycles",
                                        "SM90 has no cluster launch control", "datasheet"),
             tmem_load_bytes_per_clk=C("tmem_load_bytes_per_clk", 0, "B/clk/SM",
@@ -284,8 +305,9 @@ class ArchSpec:
             launch_overhead_ns=C("launch_overhead_ns", 4000, "ns",
                                  "not published for this kernel: typical launch+event overhead ~4 us",
                                  "estimate"),
-            max_cluster_size=C("max_cluster_size", 16, "CTAs", _CUDA_GUIDE_CLUSTERS + "; non-portable max",
-                               "datasheet"),
+            max_cluster_size=C("max_cluster_size", 16, "CTAs",
+                               f"{_MICRO2} cluster.c16.max_active_clusters.twin_smem: 7 clusters of 16 CTAs "
+                               "(non-portable opt-in) resident at once; " + _CUDA_GUIDE_CLUSTERS, "measured-here"),
         )
 
 
