@@ -118,7 +118,8 @@ def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path):
     assert main(["--dry-run", "--quick", "--out", str(out)]) == 0
     with pytest.raises(SystemExit, match="dry-run"):
         publish(out, tmp_path / "res")
-    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    assert main(["--dry-run", "--quick", "--out", str(tmp_path / "run2")]) == 0
+    paths = publish(out, tmp_path / "res", repeat_dir=tmp_path / "run2", launches_npz=True, allow_dry_run=True)
     pj = next(p for p in paths if p.suffix == ".json")
     with pytest.raises(ValueError, match="dry-run"):
         load_h200_timings(pj)
@@ -133,7 +134,9 @@ def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path):
         assert r[key] is not None, key
     launches = np.load(next(p for p in paths if p.suffix == ".npz"))
     assert launches["launches"].shape[1] == 6 and len(launches["row"]) == len(launches["launches"])
-    assert "H200 measurement campaign" in next(p for p in paths if p.suffix == ".md").read_text()
+    md = next(p for p in paths if p.suffix == ".md").read_text()
+    assert "H200 measurement campaign" in md and "Run to run" in md
+    assert r["event_us_repeat"] is not None and r["clock_ghz_repeat"] is not None
 
 
 @pytest.mark.parametrize("argv", [

@@ -677,50 +677,87 @@ class Campaign:
 
 
 # =============================================================================================== publish
-def publish(run_dir: Path, dest: Path, *, allow_dry_run: bool = False) -> list[Path]:
+def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launches_npz: bool = False,
+            allow_dry_run: bool = False) -> list[Path]:
     """(CPU) Write a finished campaign into ``dest``: ``h200_campaign.json`` (compact: environment,
-    command, plan, per-row statistics, launch paths, overhead), ``h200_campaign_launches.npz`` (every
-    timed launch: event us, span us, clock GHz, neighbour clock, queued, gap us) and
-    ``h200_campaign.md`` (a summary). Refuses a dry run."""
-    import numpy as np
-    res = json.loads((Path(run_dir) / RESULT).read_text())
-    if res["env"].get("dry_run") and not allow_dry_run:
-        raise SystemExit(f"{run_dir}: a --dry-run campaign (synthetic timings) is never published")
+    command, plan, per-row statistics, launch paths, overhead; with ``repeat_dir``, a second run of
+    the same command, row by row: its event us, span us, clock GHz and launches, the run-to-run
+    spread) and ``h200_campaign.md`` (a summary); with ``launches_npz``, also
+    ``h200_campaign_launches.npz`` (every timed launch: event us, span us, clock GHz, neighbour
+    clock, queued, gap us; ~0.4 MB, so not by default). Refuses a dry run."""
+    res = _load_run(run_dir, allow_dry_run)
     dest.mkdir(parents=True, exist_ok=True)
     cols = ["phase", "dtype", "m", "n", "k", "kernel", "config", "n_launches", "event_us", "event_us_p10",
             "event_us_p90", "event_us_min", "span_us", "span_us_p10", "span_us_p90", "clock_ghz", "clock_ghz_min",
             "clock_ghz_max", "neighbor_clock_ghz", "event_minus_span_us", "queued_fraction", "vs_cublas",
             "graph_us_per_launch", "graph_span_us", "graph_clock_ghz", "ok", "max_abs_err", "cublas_max_abs_err",
             "err_vs_cublas", "error"]
-    table = []
-    for r in res["rows"]:
-        chk = r.get("check") or {}
-        # launches behind the row, counted from the per-launch record (runs before the n_launches key
-        # stored the count under "n", which the problem's N then overwrote)
-        lkey = f"{r.get('phase')}|{r.get('dtype')}|{r.get('m')}x{r.get('n')}x{r.get('k')}|{r.get('config')}"
-        n_l = len([x for x in res["launches"].get(lkey, []) if x[0] is not None])
-        v = {**r, "n_launches": n_l, "ok": chk.get("ok"), "max_abs_err": chk.get("max_abs_err"),
-             "cublas_max_abs_err": chk.get("cublas_max_abs_err"), "err_vs_cublas": chk.get("err_vs_cublas")}
-        table.append([(round(x, 4 if abs(x) < 10 else 2) if isinstance(x, float) else x)
-                      for x in (v.get(c) for c in cols)])
+    table = [[_round(x) for x in (v.get(c) for c in cols)] for v in _flat_rows(res)]
     out = {"schema": "validation/measurements.py load_h200_timings", "env": res["env"], "plan": res["plan"],
            "compile_s": res.get("compile_s"), "elapsed_s": res.get("elapsed_s"), "done": res.get("done", False),
            "skipped": res.get("skipped"), "errors": res.get("errors"), "columns": cols, "rows": table,
            "launch_path": res.get("launch_path"), "overhead": res.get("overhead")}
+    if repeat_dir is not None:
+        rep = _load_run(repeat_dir, allow_dry_run)
+        if _without_out(rep["env"].get("command", "")) != _without_out(res["env"].get("command", "")):
+            raise SystemExit(f"{repeat_dir}: not a repeat of the same command ({rep['env'].get('command')!r})")
+        by = {_row_key(v): v for v in _flat_rows(rep)}
+        rcols = ["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "n_launches"]
+        out["repeat"] = {"env": rep["env"], "columns": rcols, "elapsed_s": rep.get("elapsed_s"),
+                         "rows": [[_round((by.get(_row_key(v)) or {}).get(c)) for c in rcols]
+                                  for v in _flat_rows(res)],
+                         "overhead": rep.get("overhead"), "launch_path": rep.get("launch_path")}
     pj = dest / "h200_campaign.json"
     pj.write_text(json.dumps(out, separators=(",", ":"), default=str))
-    keys = sorted(res["launches"])
-    arr = [np.asarray([[np.nan if v is None else float(v) for v in x] for x in res["launches"][kk]],
-                      dtype=np.float32).reshape(-1, 6) for kk in keys]
-    idx = np.repeat(np.arange(len(keys)), [len(a) for a in arr])
-    pn = dest / "h200_campaign_launches.npz"
-    np.savez_compressed(pn, keys=np.asarray(keys), row=idx.astype(np.int32),
-                        launches=np.concatenate(arr) if arr else np.zeros((0, 6), np.float32),
-                        columns=np.asarray(["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "queued",
-                                            "gap_us"]))
+    paths = [pj]
+    if launches_npz:
+        import numpy as np
+        keys = sorted(res["launches"])
+        arr = [np.asarray([[np.nan if v is None else float(v) for v in x] for x in res["launches"][kk]],
+                          dtype=np.float32).reshape(-1, 6) for kk in keys]
+        idx = np.repeat(np.arange(len(keys)), [len(a) for a in arr])
+        pn = dest / "h200_campaign_launches.npz"
+        np.savez_compressed(pn, keys=np.asarray(keys), row=idx.astype(np.int32),
+                            launches=np.concatenate(arr) if arr else np.zeros((0, 6), np.float32),
+                            columns=np.asarray(["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "queued",
+                                                "gap_us"]))
+        paths.append(pn)
     pm = dest / "h200_campaign.md"
     pm.write_text(summary_markdown(out))
-    return [pj, pn, pm]
+    return [*paths, pm]
+
+
+def _without_out(command: str) -> list[str]:
+    """A command's words without its ``--out FOLDER`` (two runs of one command write to two folders)."""
+    w = command.split()
+    return [x for i, x in enumerate(w) if x != "--out" and (i == 0 or w[i - 1] != "--out")]
+
+
+def _load_run(run_dir, allow_dry_run: bool) -> dict:
+    res = json.loads((Path(run_dir) / RESULT).read_text())
+    if res["env"].get("dry_run") and not allow_dry_run:
+        raise SystemExit(f"{run_dir}: a --dry-run campaign (synthetic timings) is never published")
+    return res
+
+
+def _row_key(r) -> str:
+    return f"{r.get('phase')}|{r.get('dtype')}|{r.get('m')}x{r.get('n')}x{r.get('k')}|{r.get('config')}"
+
+
+def _flat_rows(res: dict) -> list[dict]:
+    """A run's rows with their check flattened and the launch count taken from the per-launch record
+    (runs before the ``n_launches`` key stored it under "n", which the problem's N overwrote)."""
+    out = []
+    for r in res["rows"]:
+        chk = r.get("check") or {}
+        n_l = len([x for x in res["launches"].get(_row_key(r), []) if x[0] is not None])
+        out.append({**r, "n_launches": n_l, "ok": chk.get("ok"), "max_abs_err": chk.get("max_abs_err"),
+                    "cublas_max_abs_err": chk.get("cublas_max_abs_err"), "err_vs_cublas": chk.get("err_vs_cublas")})
+    return out
+
+
+def _round(x):
+    return round(x, 4 if abs(x) < 10 else 2) if isinstance(x, float) else x
 
 
 def summary_markdown(pub: dict) -> str:
@@ -761,6 +798,29 @@ def summary_markdown(pub: dict) -> str:
             lines.append(f"| {o['m']}x{o['n']}x{o['k']} | {o['config']} | {o['level']} | "
                          f"{100 * o['overhead_median_ratio']:+.2f}% | {'' if pm is None else f'{100 * pm:+.2f}%'} |")
         lines.append("")
+    es = {}
+    for r in ours:
+        if r["event_minus_span_us"] is not None:
+            es.setdefault(r["phase"], []).append(r["event_minus_span_us"])
+    gs = [r["graph_us_per_launch"] - r["graph_span_us"] for r in ours
+          if r["graph_us_per_launch"] is not None and r["graph_span_us"] is not None]
+    cg = [(r["event_us"], r["graph_us_per_launch"]) for r in rows
+          if r["kernel"] == "cublas" and r["graph_us_per_launch"] is not None]
+    if es:
+        lines += ["## GPU-side launch overhead of our kernel (us)", "",
+                  "CUDA-event time minus in-kernel span, per launch queued behind a busy kernel (launch to the "
+                  "first role's start plus last store to the end event; the event pair included), median over "
+                  "each phase's rows (min-max of the row medians):", ""]
+        lines += [f"- {ph}: {statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f}), {len(v)} rows" for ph, v in es.items()]
+        if gs:
+            lines.append(f"- back to back in a CUDA graph of {GRAPH_LAUNCHES} launches (per-launch time minus "
+                         f"span): {statistics.median(gs):.2f} ({min(gs):.2f}-{max(gs):.2f}), {len(gs)} rows")
+        if cg:
+            lines.append("- cuBLAS, same problems: queued event " + ", ".join(f"{e:.2f}" for e, _ in cg)
+                         + " us; per launch in a graph " + ", ".join(f"{g:.2f}" for _, g in cg) + " us")
+        lines.append("")
+    if pub.get("repeat"):
+        lines += _repeat_markdown(pub, rows)
     lines += ["## Best of our kernel vs cuBLAS per problem (CUDA-event medians, queued)", "",
               "`vs cuBLAS`: cuBLAS's time over our best's. Under the power cap each kernel runs at its own "
               "clock; cuBLAS has no in-kernel clock, so `at equal clock` scales both times to cycles with our "
@@ -790,6 +850,36 @@ def summary_markdown(pub: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _repeat_markdown(pub: dict, rows: list[dict]) -> list[str]:
+    """Run-to-run spread: the same command run twice, row by row."""
+    rep = pub["repeat"]
+    rc = rep["columns"]
+    rr = [dict(zip(rc, v, strict=True)) for v in rep["rows"]]
+    lines = ["## Run to run (the same command again: " + str(rep["env"].get("date_utc")) + ")", "",
+             "Per problem: median and max |change| of the event time over its rows, median |change| of the "
+             "cycles (span x clock), whether the best config is the same, and run 1's best measured in run 2 "
+             "over run 2's best (the regret of picking by run 1).", "",
+             "| phase | dtype | M x N x K | rows | event median abs change | max | cycles median abs change | "
+             "same best | regret of run 1's pick |", "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+    groups: dict = {}
+    for r, q in zip(rows, rr, strict=True):
+        if r["event_us"] and q["event_us"]:
+            groups.setdefault((r["phase"], r["dtype"], r["m"], r["n"], r["k"]), []).append((r, q))
+    for (ph, dt, m, n, k), pairs in groups.items():
+        d = sorted(abs(q["event_us"] / r["event_us"] - 1) for r, q in pairs)
+        cyc = sorted(abs(q["span_us"] * q["clock_ghz"] / (r["span_us"] * r["clock_ghz"]) - 1) for r, q in pairs
+                     if r["span_us"] and q["span_us"] and r["clock_ghz"] and q["clock_ghz"])
+        ours = [(r, q) for r, q in pairs if r["kernel"] == "wsim_sm90_twin"]
+        if not ours:
+            continue
+        b1 = min(ours, key=lambda x: x[0]["event_us"])
+        b2 = min(ours, key=lambda x: x[1]["event_us"])
+        lines.append(f"| {ph} | {dt} | {m}x{n}x{k} | {len(pairs)} | {100 * statistics.median(d):.2f}% | "
+                     f"{100 * d[-1]:.1f}% | {100 * statistics.median(cyc) if cyc else float('nan'):.2f}% | "
+                     f"{'yes' if b1 is b2 else 'no'} | {100 * (b1[1]['event_us'] / b2[1]['event_us'] - 1):.2f}% |")
+    return lines + [""]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.campaign", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -801,9 +891,12 @@ def main(argv=None) -> int:
     ap.add_argument("--compile", action="store_true", help="with --dry-run: compile every kernel for sm_90a")
     ap.add_argument("--publish", metavar="RUN_DIR", help="(CPU) write RUN_DIR's campaign into --dest")
     ap.add_argument("--dest", default="validation/results", help="with --publish: where to write")
+    ap.add_argument("--repeat", metavar="RUN_DIR2", help="with --publish: a second run of the same command")
+    ap.add_argument("--launches-npz", action="store_true", help="with --publish: also every launch (~0.4 MB)")
     a = ap.parse_args(argv)
     if a.publish:
-        for pth in publish(Path(a.publish), Path(a.dest)):
+        for pth in publish(Path(a.publish), Path(a.dest), repeat_dir=Path(a.repeat) if a.repeat else None,
+                           launches_npz=a.launches_npz):
             print(f"wrote {pth} ({pth.stat().st_size / 1e3:.0f} kB)")
         return 0
     phases = [x for x in a.phases.split(",") if x]

@@ -37,6 +37,8 @@ key                    meaning
                        float32 reference <= 2 x cuBLAS's (``max_abs_err``, ``cublas_max_abs_err``,
                        ``err_vs_cublas``); None when not checked
 ``error``              why a config did not run (then no timing)
+``*_repeat``           (when the campaign was run twice with the same command) the second run's
+                       ``event_us``, ``span_us``, ``clock_ghz``, ``neighbor_clock_ghz``, ``n_launches``
 ``env``                device, driver, DSL version, torch, date, the exact command (shared dict)
 =====================  ==========================================================================
 """
@@ -56,9 +58,12 @@ def rows_from_published(pub: dict) -> list[dict]:
 
     cols = pub["columns"]
     env = pub.get("env", {})
+    rep = pub.get("repeat")
     out = []
-    for vals in pub["rows"]:
+    for i, vals in enumerate(pub["rows"]):
         r = dict(zip(cols, vals, strict=True))
+        if rep:
+            r.update({f"{c}_repeat": v for c, v in zip(rep["columns"], rep["rows"][i], strict=True)})
         r["kernel"] = r.get("kernel") or ("cublas" if r["config"] == "cublas" else "wsim_sm90_twin")
         cfg = None if r["config"] == "cublas" else KernelConfig.from_name(r["config"].replace("_trace-span", ""))
         fields = None
