@@ -52,6 +52,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 CAMPAIGN = RESULTS / "h200_campaign.json"
 
 
+#: KernelConfig.name() suffixes of the instrumentation levels (hw_kernels/records.py).
+_LEVELS = {"": 0, "tile": 1, "kblock": 2, "kblock-epi": 3, "span": 4}
+
+
 def rows_from_published(pub: dict) -> list[dict]:
     """Rows (dicts, the keys above) of a published campaign dict (its ``columns`` + ``rows`` table)."""
     from hw_kernels.host import KernelConfig
@@ -65,13 +69,13 @@ def rows_from_published(pub: dict) -> list[dict]:
         if rep:
             r.update({f"{c}_repeat": v for c, v in zip(rep["columns"], rep["rows"][i], strict=True)})
         r["kernel"] = r.get("kernel") or ("cublas" if r["config"] == "cublas" else "wsim_sm90_twin")
-        cfg = None if r["config"] == "cublas" else KernelConfig.from_name(r["config"].replace("_trace-span", ""))
+        base, _, level = r["config"].partition("_trace-")
+        cfg = None if r["config"] == "cublas" else KernelConfig.from_name(base)
         fields = None
-        if cfg is not None:
+        if cfg is not None and level in _LEVELS:
             fields = cfg.asdict()
             fields.pop("instrument_roles", None)
-            fields["instrument"] = 4 if r["config"].endswith("_trace-span") else (
-                0 if KernelConfig.from_name(r["config"]) is not None else None)
+            fields["instrument"] = _LEVELS[level]
         r["fields"] = fields
         r["env"] = env
         out.append(r)
