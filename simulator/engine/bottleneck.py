@@ -21,12 +21,13 @@ Six scores, each a fraction measured on the result (``scores`` of the returned :
 The word, from the first rule that holds (thresholds are the named constants below):
 
 1. ``launch``            launch >= LAUNCH_BOUND_FRACTION
-2. ``tensor core``       tensor_core >= TENSOR_CORE_BOUND
-3. ``HBM``               hbm >= MEMORY_BOUND
-4. ``L2``                l2 >= MEMORY_BOUND
-5. ``wave quantisation`` wave_efficiency <= 1 - WAVE_LOSS_BOUND and tensor_core / wave_efficiency >=
-                         TENSOR_CORE_BOUND (the tensor cores are busy while there is work, but the
-                         last wave leaves many of them idle)
+2. ``wave quantisation`` tensor_core / wave_efficiency >= TENSOR_CORE_BOUND (the tensor cores are busy
+                         while there is work) and wave_efficiency <= 1 - WAVE_LOSS_BOUND (the last
+                         wave leaves many of them idle)
+3. ``tensor core``       tensor_core / wave_efficiency >= TENSOR_CORE_BOUND (busy while there is work;
+                         a last wave that is only a little short does not change the word)
+4. ``HBM``               hbm >= MEMORY_BOUND
+5. ``L2``                l2 >= MEMORY_BOUND
 6. ``epilogue``          epilogue >= EPILOGUE_BOUND and at least two waves (with one tile per MMA
                          there is no next tile for the epilogue to hold up: its wait is the tail)
 7. ``latency``           none of these: no unit is near its limit, the pipelines wait on load and
@@ -41,8 +42,8 @@ from simulator.kernels.scheduler import max_resident_clusters, static_grid_clust
 
 #: Launch overhead at least this fraction of the predicted time -> "launch".
 LAUNCH_BOUND_FRACTION = 0.5
-#: Tensor cores busy at least this fraction of the kernel -> "tensor core" (CUTLASS's best GEMMs
-#: keep them above 0.9; 0.8 leaves room for pipeline fill and drain).
+#: Tensor cores busy at least this fraction of the time the waves give them work -> "tensor core"
+#: (CUTLASS's best GEMMs keep them above 0.9; 0.8 leaves room for pipeline fill and drain).
 TENSOR_CORE_BOUND = 0.8
 #: HBM (or L2) bytes need at least this fraction of the kernel at full bandwidth -> "HBM" ("L2").
 #: Streaming kernels reach 0.8-0.9 of the datasheet bandwidth, so 0.7 is "at the wall".
@@ -124,14 +125,14 @@ def classify(result) -> Bottleneck:
     tc, wave = s["tensor_core"], s["wave_efficiency"]
     if s["launch"] >= LAUNCH_BOUND_FRACTION:
         return Bottleneck("launch", f"launch overhead {s['launch']:.0%} of the time", s)
-    if tc >= TENSOR_CORE_BOUND:
-        return Bottleneck("tensor core", f"tensor cores {tc:.0%} busy", s)
+    if tc / wave >= TENSOR_CORE_BOUND:
+        if wave <= 1.0 - WAVE_LOSS_BOUND:
+            return Bottleneck("wave quantisation", f"waves {wave:.0%} full, tensor cores {tc:.0%} busy", s)
+        return Bottleneck("tensor core", f"tensor cores {tc:.0%} busy (waves {wave:.0%} full)", s)
     if s["hbm"] >= MEMORY_BOUND:
         return Bottleneck("HBM", f"HBM {s['hbm']:.0%} of its bandwidth", s)
     if s["l2"] >= MEMORY_BOUND:
         return Bottleneck("L2", f"L2 {s['l2']:.0%} of its bandwidth", s)
-    if wave <= 1.0 - WAVE_LOSS_BOUND and tc / wave >= TENSOR_CORE_BOUND:
-        return Bottleneck("wave quantisation", f"waves {wave:.0%} full, tensor cores {tc:.0%} busy", s)
     if s["epilogue"] >= EPILOGUE_BOUND and waves(result.config, result.arch) >= 2:
         return Bottleneck("epilogue", f"MMA waits {s['epilogue']:.0%} on the epilogue", s)
     return Bottleneck("latency", f"tensor cores {tc:.0%}, HBM {s['hbm']:.0%}, waves {wave:.0%}", s)
