@@ -26,8 +26,14 @@ def base():
     return simulate(Sm100GemmConfig(m=512, n=512, k=512), B200)
 
 
-def make(base, cfg=MANY, *, kernel_us=100.0, launch_us=4.0, tc=0.3, hbm_frac=0.1, roles=None):
-    """A result of ``cfg`` whose kernel took ``kernel_us`` with these scores."""
+def l2_us(cfg):
+    """Microseconds ``cfg``'s L2 traffic takes at the arch's L2 bandwidth."""
+    return B.l2_load_bytes(cfg) / B200.l2_bytes_per_s.value * 1e6
+
+
+def make(base, cfg=MANY, *, kernel_us=None, launch_us=4.0, tc=0.3, hbm_frac=0.1, roles=None):
+    """A result of ``cfg`` whose kernel took ``kernel_us`` (default: L2 busy 30% of it) with these scores."""
+    kernel_us = l2_us(cfg) / 0.3 if kernel_us is None else kernel_us
     kernel_s = kernel_us * 1e-6
     hbm = int(hbm_frac * B200.hbm_bytes_per_s.value * kernel_s)
     return replace(base, config=cfg, time_ns=(kernel_us + launch_us) * 1e3, launch_overhead_ns=launch_us * 1e3,
@@ -43,9 +49,10 @@ def test_wave_efficiency_counts_units_over_full_waves():
 
 
 def test_launch(base):
-    r = make(base, kernel_us=4.0, launch_us=4.0, tc=0.95)      # launch is half the time, wins over tc
+    k = l2_us(MANY) / 0.3
+    r = make(base, kernel_us=k, launch_us=k, tc=0.95)          # launch is half the time, wins over tc
     assert B.classify(r).name == "launch"
-    r = make(base, kernel_us=4.1, launch_us=4.0, tc=0.95)
+    r = make(base, kernel_us=k, launch_us=0.99 * k, tc=0.95)
     assert B.classify(r).name == "tensor core"
 
 
@@ -64,10 +71,9 @@ def test_hbm(base):
 
 def test_l2(base):
     # kernel time at which MANY's L2 traffic needs 80% of the L2 bandwidth
-    l2_s = B.l2_load_bytes(MANY) / B200.l2_bytes_per_s.value
-    r = make(base, kernel_us=l2_s / 0.8 * 1e6, tc=0.3, hbm_frac=0.2)
+    r = make(base, kernel_us=l2_us(MANY) / 0.8, tc=0.3, hbm_frac=0.2)
     assert B.classify(r).name == "L2"
-    r = make(base, kernel_us=l2_s / 0.6 * 1e6, tc=0.3, hbm_frac=0.2)
+    r = make(base, kernel_us=l2_us(MANY) / 0.6, tc=0.3, hbm_frac=0.2)
     assert B.classify(r).name != "L2"
 
 
@@ -94,7 +100,7 @@ def test_epilogue_sm100(base):
     assert B.classify(make(base, tc=0.5, roles=hold)).name == "epilogue"
     # A single wave: the MMA's wait for the epilogue is the tail, not a bottleneck.
     single = Sm100GemmConfig(m=512, n=512, k=4096).resolved(B200)
-    assert B.classify(make(base, single, tc=0.5, roles=hold)).name == "latency"
+    assert B.classify(make(base, single, kernel_us=50.0, tc=0.5, roles=hold)).name == "latency"
     low = [RoleTime("MMA", 74, 1.0, {"accumulator.empty": B.EPILOGUE_BOUND - 0.05})]
     assert B.classify(make(base, tc=0.5, roles=low)).name == "latency"
 
@@ -115,8 +121,9 @@ def test_epilogue_sm90():
 
 
 def test_real_runs_get_a_word(base):
-    assert B.classify(base).name in B.WORDS
-    big = simulate(Sm100GemmConfig(m=4096, n=4096, k=2048), B200)
-    assert B.classify(big).name == "tensor core"
-    small_k = simulate(Sm100GemmConfig(m=8192, n=8192, k=128), B200)
-    assert B.classify(small_k).name in ("HBM", "L2", "epilogue", "latency")
+    for res in (base, simulate(Sm100GemmConfig(m=4096, n=4096, k=2048), B200),
+                simulate(Sm90GemmConfig(m=2048, n=2048, k=1024), H200)):
+        b = B.classify(res)
+        assert b.name in B.WORDS and b.detail
+        assert b.scores["tensor_core"] == res.tensor_core_utilization
+        assert 0 < b.scores["wave_efficiency"] <= 1
