@@ -214,6 +214,10 @@ def run_plot(args) -> int:
     except OSError as e:  # an output that cannot be written
         print(f"wsim plot: error: {e.filename + ': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
         return 2
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")     # the file is written; keep no figure (wsim plot may run in-process)
 
 
 def _run(args) -> int:
