@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import importlib
 
+from simulator import _native
+
+_native.install()   # compiled or pure-Python hot modules: decided before any of them loads
+
 _PUBLIC = {
     "simulate": "simulator.engine.run",
     "SimResult": "simulator.engine.run",

@@ -3,12 +3,21 @@
 ``simulate(cfg, arch)`` is the one entry point the CLI, the plots and the tests use. It picks the
 kernel model from the config type (``Sm100GemmConfig`` -> the seed's SM100 kernel,
 ``Sm90GemmConfig`` -> the Hopper twin), validates the config with its ``can_implement``, runs the
-SimPy environment until no event is left, and then either reports a deadlock (roles still
-waiting) or the predicted time, throughput and where each role spent its time.
+event loop until no event is left, and then either reports a deadlock (roles still waiting) or
+the predicted time, throughput and where each role spent its time.
+
+Two engines run the same model code (the role processes of ``simulator/kernels``) and give
+bit-identical results (``SimResult.fingerprint``; ``tests/test_engine_differential.py``):
+
+* ``"fast"`` (default): :class:`~simulator.engine.fast_env.FastEnv`, an event loop with SimPy's
+  event order and none of its per-event machinery, over the compiled core when it is built
+  (``simulator/_native.py``; ``result.engine_note`` says when it runs as pure Python);
+* ``"reference"``: SimPy itself (:class:`ReferenceEnvironment`), the readable baseline.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import asdict, dataclass, field
 from heapq import heappop
@@ -16,6 +25,8 @@ from typing import Any
 
 import simpy
 
+from simulator import _native
+from simulator.engine.fast_env import FastEnv
 from simulator.engine.trace import Trace
 from simulator.errors import ConfigError, SimulationLimitError
 from simulator.kernels.sm90_config import Sm90GemmConfig
@@ -78,7 +89,12 @@ class SimResult:
     trace: Trace | None = None
     meta: dict = field(default_factory=dict)
     engine: str = "reference"         # the engine that ran: "fast" or "reference"
-    engine_note: str = ""             # why the asked-for engine did not run, if it did not
+    engine_note: str = ""             # how it ran, where that matters (e.g. fast engine without its compiled core)
+    l2_hits: int = 0
+    l2_misses: int = 0
+    role_cycles: dict = field(default_factory=dict)   # role -> lifetime cycles summed over CTAs
+    wait_cycles: dict = field(default_factory=dict)   # (role, barrier kind) -> wait cycles summed over CTAs
+    tc_busy_cycles: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -91,6 +107,21 @@ class SimResult:
     @property
     def hbm_bytes(self) -> int:
         return self.hbm_read_bytes + self.hbm_write_bytes
+
+    def fingerprint(self) -> dict:
+        """Everything two engines must agree on exactly for the same launch: time, memory traffic,
+        L2 hits, every role's lifetime and wait cycles per barrier, the tiles in completion order,
+        transaction bytes, CLC queries, violations and the deadlock report."""
+        return {
+            "cycles": self.cycles, "time_ns": self.time_ns,
+            "hbm_read_bytes": self.hbm_read_bytes, "hbm_write_bytes": self.hbm_write_bytes,
+            "l2_hits": self.l2_hits, "l2_misses": self.l2_misses,
+            "role_cycles": sorted(self.role_cycles.items()), "wait_cycles": sorted(self.wait_cycles.items()),
+            "tc_busy_cycles": self.tc_busy_cycles, "tiles_done": list(self.tiles_done),
+            "tx_expected": self.tx_expected, "tx_landed": self.tx_landed, "clc_queries": self.clc_queries,
+            "violation_count": self.violation_count, "violations": list(self.violations),
+            "deadlock": self.deadlock.to_dict() if self.deadlock is not None else None,
+        }
 
     def tile_check(self) -> tuple[int, int]:
         """(tiles computed once, tiles computed more than once) over (m, n, l, half) work units."""
@@ -149,7 +180,7 @@ def default_arch_for(cfg) -> ArchSpec:
     return ArchSpec.h200() if isinstance(cfg, Sm90GemmConfig) else ArchSpec.b200()
 
 
-class FastEnvironment(simpy.Environment):
+class ReferenceEnvironment(simpy.Environment):
     """SimPy's environment with a tighter ``run()`` loop until the queue is empty.
 
     Same semantics as ``Environment.run()`` without ``until``: pop the next event, run its
@@ -219,7 +250,7 @@ def estimate_events(cfg) -> int:
 
 def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | None = None,
              trace: bool = False, trace_sms=None, count_events: bool = False,
-             allow_protocol_experiments: bool = False, engine: str = "reference",
+             allow_protocol_experiments: bool = False, engine: str = "fast",
              max_events: int | None = DEFAULT_MAX_EVENTS, progress=None) -> SimResult:
     """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
 
@@ -230,13 +261,14 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     ``max_events`` (None: unlimited) refuses a run whose :func:`estimate_events` exceeds it and stops
     one that processes more, with :class:`~simulator.errors.SimulationLimitError`. ``progress``, if
     given, is called now and then with the fraction of output tiles finished (0..1).
-    ``engine``: "reference" (SimPy); the fast engine is chosen with "fast" once it exists.
+    ``engine``: "fast" (default) or "reference" (SimPy): same model code, identical results; the
+    fast engine covers every model feature (knobs, traces, deadlocks, violations).
     """
     if engine not in ("reference", "fast"):
         raise ConfigError(f"engine={engine!r}: unknown; valid: fast, reference")
     engine_note = ""
-    if engine == "fast":  # placeholder until the fast engine lands (issue 9)
-        engine, engine_note = "reference", "the fast engine is not available yet: ran the reference engine"
+    if engine == "fast" and not _native.COMPILED:
+        engine_note = f"fast engine on its {_native.status()}: same results, slower"
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     arch = arch if arch is not None else default_arch_for(cfg)
     if isinstance(cfg, Sm100GemmConfig) and arch.sm_version != 100:
@@ -258,7 +290,7 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
                 f"{cfg.tiles_m * cfg.tiles_n * cfg.l:,} output tiles x {cfg.k_tiles:,} K-blocks); "
                 "raise --max-events to run it anyway, or simulate a smaller problem")
 
-    env = FastEnvironment(max_events=max_events)
+    env = FastEnv(max_events=max_events) if engine == "fast" else ReferenceEnvironment(max_events=max_events)
     clk = arch.clock_ghz.value
     timing = MemoryTiming(
         hbm_bytes_per_cycle=arch.hbm_bytes_per_clk,
@@ -279,7 +311,15 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
         expected = max(1, cfg.tiles_m * cfg.tiles_n * cfg.l * cfg.atom_thr_m)
         stats_ = kernel.stats
         env.progress = lambda: progress(min(1.0, len(stats_.tiles_done) / expected))
-    env.run()
+    # The run allocates many short-lived objects and frees them itself: the cyclic garbage
+    # collector only costs time here (results do not depend on it).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        env.run()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     wall = time.perf_counter() - t0
     stats = kernel.stats
     for bar in kernel.all_barriers():   # apply arrivals and bytes recorded for later times
@@ -331,6 +371,8 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
         clc_queries=stats.clc_queries, deadlock=deadlock, violations=violations, violation_count=vcount,
         constants=tuple(arch.constants()), timing_notes=kernel.timing.notes,
         events=env.events_processed, wall_s=wall, trace=tr, engine=engine, engine_note=engine_note,
+        l2_hits=mem.l2_hits, l2_misses=mem.l2_misses, role_cycles=dict(stats.role_cycles),
+        wait_cycles=dict(stats.wait_cycles), tc_busy_cycles=stats.tc_busy_cycles,
     )
 
 

@@ -67,7 +67,7 @@ from simulator.machine.memory import MemorySystem
 from simulator.protocol.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
 from simulator.protocol.deadlock import barrier_stage
 from simulator.protocol.knobs import ProtocolKnobs
-from simulator.protocol.mbarrier import ClusterBarrier, NamedBarrier, call_at
+from simulator.protocol.mbarrier import ClusterBarrier, MBarrier, NamedBarrier, call_at
 from simulator.protocol.pipeline import (
     OrderedSequenceBarrier,
     PipelineAsync,
@@ -250,12 +250,18 @@ class MainloopLoad(Role):
     name = "MainloopLoad"
 
     def run(self):
-        cta, k, env = self.cta, self.k, self.env
+        cta: Cta = self.cta
+        k: Sm100GemmTmaWarpSpecialized = self.k
+        env = self.env
         cfg = k.cfg
         knobs = k.knobs
-        pipe = cta.mainloop
-        state = make_producer_start_state(cfg.mainloop_stages, phase=knobs.start_phase("mainloop"))
+        pipe: PipelineTmaUmmaAsync = cta.mainloop
+        state: PipelineState = make_producer_start_state(cfg.mainloop_stages, phase=knobs.start_phase("mainloop"))
         throttle_state = make_producer_start_state(cfg.scheduler_stages, phase=knobs.start_phase("clc_throttle"))
+        who = self.who
+        is_mma_leader = cta.is_mma_leader
+        stats: RunStats = self.stats
+        tx_bytes = cfg.tma_transaction_bytes
         do_load_order_arrive = cfg.read_c
         cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
         requires_clc_query = True
@@ -279,14 +285,14 @@ class MainloopLoad(Role):
                 if kb == prologue and do_load_order_arrive:
                     cta.load_order.arrive(self.who, self.threads)
                     do_load_order_arrive = False
-                ev = pipe.producer_acquire(state, self.who)
+                ev = pipe.producer_acquire(state, who)
                 if ev is not None:
                     t0 = env.now
                     yield ev
                     self._waited("mainloop.empty", state.index, t0, tile, kb)
-                if cta.is_mma_leader:
-                    pipe.producer_acquire_expect(state, self.who, True)
-                    self.stats.tx_expected += cfg.tma_transaction_bytes
+                if is_mma_leader:
+                    pipe.producer_acquire_expect(state, who, True)
+                    stats.tx_expected += tx_bytes
                 k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
                 state.advance()
             if do_load_order_arrive:
@@ -315,13 +321,16 @@ class Mma(Role):
             self.stat_name = "MMA (2-SM peer)"
 
     def run(self):
-        cta, k, env = self.cta, self.k, self.env
+        cta: Cta = self.cta
+        k: Sm100GemmTmaWarpSpecialized = self.k
+        env = self.env
         cfg, t, knobs = k.cfg, k.timing, k.knobs
         # TMEM allocation, then tell the epilogue where the accumulators are.
         cta.tmem_alloc.arrive(self.threads, self.who)
         cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
-        ml, acc = cta.mainloop, cta.accumulator
-        ml_state = PipelineState(cfg.mainloop_stages)
+        ml: PipelineTmaUmmaAsync = cta.mainloop
+        acc: PipelineUmmaAsync = cta.accumulator
+        ml_state: PipelineState = PipelineState(cfg.mainloop_stages)
         ml_stages = cfg.mainloop_stages
         acc_state = make_producer_start_state(cfg.accumulator_stages, phase=knobs.start_phase("accumulator"))
         work = k.initial_work(cta.cluster)
@@ -329,6 +338,10 @@ class Mma(Role):
         overlapping = cfg.overlapping_accum
         mcast = k.mainloop_release_targets(cta)
         pair = [cta.leader_rank + i for i in range(cta.atom)]
+        who = self.who
+        stats: RunStats = self.stats
+        kblock_cycles, drain = t.kblock_mma_cycles, t.mma_drain_cycles
+        traced = self.tr is not None
         while True:
             tile = self.tile_of(work)
             res = yield from self.fetch_next_work(work)
@@ -346,7 +359,7 @@ class Mma(Role):
                 t_tile = env.now
                 done = env.now
                 for kb in range(cfg.k_tiles):
-                    ev = ml.consumer_wait(ml_state, self.who)
+                    ev = ml.consumer_wait(ml_state, who)
                     if ev is not None:
                         t0 = env.now
                         yield ev
@@ -361,16 +374,16 @@ class Mma(Role):
                             self._waited("accumulator.empty", acc_state.index, t0, tile)
                     now = env.now
                     start = cta.tc_free if cta.tc_free > now else now
-                    end = start + t.kblock_mma_cycles
+                    end = start + kblock_cycles
                     cta.tc_free = end
-                    done = end + t.mma_drain_cycles
-                    self.stats.mma_kblocks += 1
-                    self.stats.tc_busy_cycles += t.kblock_mma_cycles
-                    if self.tr is not None:
+                    done = end + drain
+                    stats.mma_kblocks += 1
+                    stats.tc_busy_cycles += kblock_cycles
+                    if traced:
                         self.span("mma", start, done, tile=tile, k_block=kb, stage=ml_state.index)
                     if release_ml:
                         # umma_arrive_multicast: the commit lands when these MMAs complete.
-                        ml.release_stage_at(done, ml_state.index, ml_state.count // ml_stages, mcast, self.who, 1)
+                        ml.release_stage_at(done, ml_state.index, ml_state.count // ml_stages, mcast, who, 1)
                     ml_state.advance()
                 # accumulator producer_commit: umma commit to both CTAs of the pair.
                 acc.producer_commit_to_at(done, acc_state.copy(), pair, self.who)
@@ -709,30 +722,34 @@ class Sm100GemmTmaWarpSpecialized:
         return half, a_slice, b_slice, tuple(per_leader.items())
 
     def tile_loads(self, cta: Cta, tile) -> tuple:
-        """What a CTA's K-block loads of one tile read: the L2 keys (without the K-block) and the
-        in-bounds bytes of its A and B slices (rows and columns past M and N are zero-filled by
-        TMA, not fetched)."""
+        """What a CTA's K-block loads of one tile read: the L2 keys of K-block 0 (K-block ``kb``
+        is ``key + kb``) and the in-bounds bytes of its A and B slices (rows and columns past M and
+        N are zero-filled by TMA, not fetched)."""
         cfg = self.cfg
         m_tile, n_tile, l_idx = tile
         half, a_slice, b_slice, _ = cta.load_plan
         atom = cfg.atom_thr_m
         a_block = m_tile * atom + half
-        return (("A", l_idx, a_block, cta.cy), self._in_bounds_a(a_block, a_slice),
-                ("B", l_idx, n_tile * atom + half, cta.cx // atom), self._in_bounds_b(n_tile, b_slice))
+        kt = cfg.k_tiles
+        key = self.mem.key_block
+        return (key(("A", l_idx, a_block, cta.cy), kt), self._in_bounds_a(a_block, a_slice),
+                key(("B", l_idx, n_tile * atom + half, cta.cx // atom), kt), self._in_bounds_b(n_tile, b_slice))
 
-    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb: int, stage: int, role: Role) -> None:
+    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> None:
         """The TMA loads one CTA issues for one K-block; their bytes complete-tx on the full
         barrier of the MMA leader of every receiving CTA when they land."""
         mem = self.mem
         now = self.env._now
         a_key, a_bytes, b_key, b_bytes = loads
-        a_land = mem.load(now, (*a_key, kb), a_bytes)
-        b_land = mem.load(now, (*b_key, kb), b_bytes)
+        a_land = mem.load(now, a_key + kb, a_bytes)
+        b_land = mem.load(now, b_key + kb, b_bytes)
         land = a_land if a_land > b_land else b_land
         # The bytes complete-tx on each receiving MMA leader's full barrier when they land.
         ctas = cta.cluster.ctas
         for lead, nbytes in cta.load_plan[3]:
-            ctas[lead].mainloop.full[stage].complete_tx_at(land, nbytes)
+            leader: Cta = ctas[lead]
+            full: MBarrier = leader.mainloop.full[stage]
+            full.complete_tx_at(land, nbytes)
         self.stats.tx_landed += cta.load_bytes
         if role.tr is not None:
             role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
@@ -751,7 +768,8 @@ class Sm100GemmTmaWarpSpecialized:
     def issue_c_load(self, cta: Cta, tile, s: int, state: PipelineState, role: Role) -> None:
         cfg, env = self.cfg, self.env
         now = env.now
-        land = self.mem.load(now, ("C", tile[2], tile[0], tile[1], cta.rank, s), cfg.epi_c_subtile_bytes)
+        c_key = self.mem.key_block(("C", tile[2], tile[0], tile[1], cta.rank), cfg.epi_subtiles) + s
+        land = self.mem.load(now, c_key, cfg.epi_c_subtile_bytes)
         bar = cta.epi_load.full[state.index]
         call_at(env, land - now, bar.complete_tx, cfg.epi_c_subtile_bytes)
         role.span("epi_load", now, land, tile=tile, k_block=s, stage=state.index)

@@ -314,11 +314,15 @@ class MainloopLoad(Role):
     threads = NUM_THREADS_PER_WARP
 
     def run(self):
-        cta, k, env = self.cta, self.k, self.env
+        cta: Cta = self.cta
+        k: Sm90GemmTmaWarpSpecialized = self.k
+        env = self.env
         cfg = k.cfg
-        pipe = cta.mainloop
-        state = make_producer_start_state(cfg.mainloop_stages, phase=k.knobs.start_phase("mainloop"))
+        pipe: PipelineTmaAsync = cta.mainloop
+        state: PipelineState = make_producer_start_state(cfg.mainloop_stages, phase=k.knobs.start_phase("mainloop"))
         tx = k.tx_bytes
+        who = self.who
+        stats: RunStats = self.stats
         do_load_order_arrive = True
         work = k.initial_work(cta.cluster)
         while work.is_valid:
@@ -326,16 +330,16 @@ class MainloopLoad(Role):
             t_tile = env.now
             loads = k.tile_loads(cta, tile)
             for kb in range(k.k_tiles):
-                ev = pipe.producer_acquire(state, self.who)
+                ev = pipe.producer_acquire(state, who)
                 if ev is not None:
                     t0 = env.now
                     yield ev
                     self._waited("mainloop.empty", state.index, t0, tile, kb)
                 # producer_acquire's second half: the leader thread's arrive.expect_tx on full[s].
-                pipe.producer_acquire_expect(state, self.who, True)
-                self.stats.tx_expected += tx
+                pipe.producer_acquire_expect(state, who, True)
+                stats.tx_expected += tx
                 k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
-                pipe.producer_commit(state, self.who)   # no-op: the TMA bytes complete the phase
+                pipe.producer_commit(state, who)   # no-op: the TMA bytes complete the phase
                 state.advance()
             self.span("tile", t_tile, env.now, tile=tile)
             # Signal the epilogue load warp once the first tile's loads are issued.
@@ -465,18 +469,21 @@ class Consumer(Role):
     def mma(self, state: PipelineState, tile):
         """``CollectiveMma::mma`` with K_PIPE_MMAS = 1: a generator returning (completion of the
         last batch, the release state of the last stage)."""
-        cta, k, env = self.cta, self.k, self.env
+        cta: Cta = self.cta
+        k: Sm90GemmTmaWarpSpecialized = self.k
+        env = self.env
         t = k.timing
-        pipe = cta.mainloop
-        read = state.copy()
-        release = state.copy()
-        stats = self.stats
+        pipe: PipelineTmaAsync = cta.mainloop
+        read: PipelineState = state.copy()
+        release: PipelineState = state.copy()
+        stats: RunStats = self.stats
+        who = self.who
         count_kblocks = self.records_tiles
         prev_done = 0.0
         traced = self.tr is not None
         kblock_cycles, drain = t.kblock_wg_cycles, t.wgmma_drain_cycles
         for kb in range(k.k_tiles):
-            ev = pipe.consumer_wait(read, self.who)
+            ev = pipe.consumer_wait(read, who)
             if ev is not None:
                 t0 = env.now
                 yield ev
@@ -644,17 +651,20 @@ class Sm90GemmTmaWarpSpecialized:
         out |= {cx + cta.cy * cfg.cluster_m for cx in range(cfg.cluster_m)}
         return sorted(out)
 
-    def tile_loads(self, cta: Cta, tile) -> tuple[tuple, int, tuple, int]:
-        """What this CTA's TMA loads of one tile read from memory: (A key, in-bounds bytes of its A
-        slice, B key, in-bounds bytes of its B slice). TMA zero-fills out-of-bounds rows: they cost
-        no memory traffic but still count as transaction bytes."""
+    def tile_loads(self, cta: Cta, tile) -> tuple[int, int, int, int]:
+        """What this CTA's TMA loads of one tile read from memory: (L2 key of its A slice's K-block
+        0 (K-block ``kb`` is ``key + kb``), in-bounds bytes of its A slice, the same for B). TMA
+        zero-fills out-of-bounds rows: they cost no memory traffic but still count as transaction
+        bytes."""
         cfg = self.cfg
         m_tile, n_tile, l_idx = tile
         a_bytes = _in_bounds(self.a_slice, cfg.m - m_tile * cfg.tile_m, cfg.tile_m)
         b_bytes = _in_bounds(self.b_slice, cfg.n - n_tile * cfg.cta_tile_n, cfg.cta_tile_n)
-        return ("A", l_idx, m_tile, cta.cy), a_bytes, ("B", l_idx, n_tile, cta.cx), b_bytes
+        key = self.mem.key_block
+        return (key(("A", l_idx, m_tile, cta.cy), self.k_tiles), a_bytes,
+                key(("B", l_idx, n_tile, cta.cx), self.k_tiles), b_bytes)
 
-    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb: int, stage: int, role: Role) -> None:
+    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> None:
         """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to
         its cluster row (same m), and its 1/cluster_m slice of B, multicast to its column (same n).
         Each slice's bytes complete-tx on the full barrier of every receiving CTA."""
@@ -665,13 +675,17 @@ class Sm90GemmTmaWarpSpecialized:
             # The last K-block reaches past K: TMA zero-fills the rest.
             a_bytes = a_bytes * self.k_tail_num // self.cfg.cta_tile_k
             b_bytes = b_bytes * self.k_tail_num // self.cfg.cta_tile_k
-        land = max(mem.load(now, (*a_key, kb), a_bytes), mem.load(now, (*b_key, kb), b_bytes))
+        land = max(mem.load(now, a_key + kb, a_bytes), mem.load(now, b_key + kb, b_bytes))
         # Each slice's bytes complete-tx on the full barrier of every receiving CTA when they land.
         a, b = self.a_slice, self.b_slice
         for c in cta.a_dst:
-            c.mainloop.full[stage].complete_tx_at(land, a)
+            dst: Cta = c
+            full: MBarrier = dst.mainloop.full[stage]
+            full.complete_tx_at(land, a)
         for c in cta.b_dst:
-            c.mainloop.full[stage].complete_tx_at(land, b)
+            dst = c
+            full = dst.mainloop.full[stage]
+            full.complete_tx_at(land, b)
         self.stats.tx_landed += cta.landed_bytes
         if role.tr is not None:
             role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
@@ -680,7 +694,8 @@ class Sm90GemmTmaWarpSpecialized:
         cfg, env = self.cfg, self.env
         now = env.now
         nbytes = cfg.epi_c_subtile_bytes
-        land = self.mem.load(now, ("C", tile[2], tile[0], tile[1], s), self._subtile_in_bounds(tile, s, cfg.bits_c))
+        c_key = self.mem.key_block(("C", tile[2], tile[0], tile[1]), cfg.epi_subtiles) + s
+        land = self.mem.load(now, c_key, self._subtile_in_bounds(tile, s, cfg.bits_c))
         bar = cta.epi_load.full[stage]
         stats = self.stats
 

@@ -64,6 +64,11 @@ class MemorySystem:
 
     def __init__(self, timing: MemoryTiming, *, bin_cycles: float = 0.0):
         self.t = timing
+        # The timing fields the per-load path reads, copied out of the frozen dataclass.
+        self._hbm_latency = timing.hbm_latency
+        self._l2_latency = timing.l2_latency
+        self._tma_overhead = timing.tma_overhead
+        self._l2_capacity = timing.l2_bytes
         self.hbm = Channel("hbm", timing.hbm_bytes_per_cycle, bin_cycles)
         self.l2 = Channel("l2", timing.l2_bytes_per_cycle, bin_cycles)
         self._lru: OrderedDict[tuple, int] = OrderedDict()
@@ -73,17 +78,36 @@ class MemorySystem:
         self.l2_hits = 0
         self.l2_misses = 0
         self.load_bytes = 0
+        self._key_blocks: dict = {}
+        self._next_key = 0
 
-    def load(self, now: float, key: tuple, nbytes: int) -> float:
-        """A TMA load of one tile slice issued at ``now``; returns the cycle its bytes land in SMEM."""
-        t = self.t
+    def key_block(self, name: tuple, size: int) -> int:
+        """The first of ``size`` consecutive integer keys reserved for the slices of ``name`` (e.g.
+        the K-blocks of one A tile: ``key_block(("A", l, m, cy), k_tiles) + kb``). An integer key is
+        cheaper to hash per load than a tuple; distinct names never share a key."""
+        got = self._key_blocks.get(name)
+        if got is not None:
+            base, have = got
+            if size <= have:
+                return base
+            raise ValueError(f"L2 key block {name}: asked for {size} keys, {have} reserved")
+        base = self._next_key
+        self._key_blocks[name] = (base, size)
+        self._next_key += size
+        return base
+
+    def load(self, now: float, key, nbytes: int) -> float:
+        """A TMA load of one tile slice issued at ``now``; returns the cycle its bytes land in SMEM.
+
+        ``key`` names the slice (any hashable; the kernel models use integers): loads of the same
+        key hit in L2 while it is resident."""
         self.load_bytes += nbytes
         lru = self._lru
         if key in lru:
             lru.move_to_end(key)
             self.l2_hits += 1
             end = self.l2.reserve(now, nbytes)
-            return end + t.l2_latency + t.tma_overhead
+            return end + self._l2_latency + self._tma_overhead
         self.l2_misses += 1
         self.hbm_read_bytes += nbytes
         end = self.hbm.reserve(now, nbytes)
@@ -91,16 +115,16 @@ class MemorySystem:
         self.l2.reserve(now, nbytes)
         lru[key] = nbytes
         self._lru_bytes += nbytes
-        while self._lru_bytes > t.l2_bytes and lru:
-            _, b = lru.popitem(last=False)
+        while self._lru_bytes > self._l2_capacity and lru:
+            _, b = lru.popitem(False)
             self._lru_bytes -= b
-        return end + t.hbm_latency + t.tma_overhead
+        return end + self._hbm_latency + self._tma_overhead
 
     def store(self, now: float, nbytes: int) -> float:
         """A TMA store issued at ``now``; returns when its bytes are written (write-through)."""
         self.hbm_write_bytes += nbytes
         end = self.hbm.reserve(now, nbytes)
-        return end + self.t.hbm_latency
+        return end + self._hbm_latency
 
     @property
     def hbm_bytes(self) -> int:

@@ -30,10 +30,7 @@ Waits that are already satisfied cost no simulation event: :meth:`MBarrier.wait`
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
-from functools import partial
-from heapq import heappop, heappush
 from typing import NamedTuple
 
 import simpy
@@ -41,9 +38,6 @@ from simpy.events import NORMAL, Event
 
 #: How many protocol violations one barrier keeps (the count goes on).
 MAX_RECORDED_VIOLATIONS = 8
-
-#: Tie-breaker for later operations that take effect at the same cycle (first registered first).
-_SEQ = itertools.count()
 
 
 class Waiter(NamedTuple):
@@ -53,6 +47,33 @@ class Waiter(NamedTuple):
     parity: int
     since: float      # simulation time (cycles) the wait began
     event: simpy.Event
+
+
+class _Wait:
+    """A blocked role in the barrier's own bookkeeping (``woken``: its wake-up is scheduled)."""
+
+    __slots__ = ("who", "parity", "since", "event", "woken")
+
+    def __init__(self, who: str, parity: int, since: float, event):
+        self.who = who
+        self.parity = parity
+        self.since = since
+        self.event = event
+        self.woken = False
+
+
+class _LaterOp:
+    """An arrival (``kind`` 0: ``amount`` arrivals) or transaction bytes (``kind`` 1: ``amount``
+    bytes) known now that takes effect at cycle ``t``."""
+
+    __slots__ = ("t", "kind", "amount", "who", "round")
+
+    def __init__(self, t: float, kind: int, amount: int, who: str, round: int | None):
+        self.t = t
+        self.kind = kind
+        self.amount = amount
+        self.who = who
+        self.round = round
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +110,7 @@ class MBarrier:
         self._pending = count
         self._tx = 0
         self._phase = 0
-        self._waiters: list[Waiter] = []
+        self._waiters: list[_Wait] = []
         self.owed_by = owed_by
         self.wake_latency = wake_latency
         self.violations: list[Violation] = []
@@ -98,10 +119,10 @@ class MBarrier:
         self.tx_total = 0
         self.phase_done_at: float = -1.0
         # Arrivals and bytes known now that take effect at a later time (a TMA load's landing, an
-        # MMA commit at completion): (time, seq, kind, amount, who, round), kind 0 = arrive,
-        # 1 = complete-tx. They are applied in time order whenever the barrier is next used, and a
-        # waiter is woken at the predicted completion time, so they cost no event of their own.
-        self._future: list[tuple] = []
+        # MMA commit at completion), in the order they take effect (by time, then in the order
+        # they were recorded). They are applied whenever the barrier is next used, and a waiter is
+        # woken at the predicted completion time, so they cost no event of their own.
+        self._future: list[_LaterOp] = []
         self._op_time: float | None = None
         self._unwoken = 0     # waiters that nothing has scheduled to wake yet
 
@@ -136,10 +157,10 @@ class MBarrier:
     @property
     def waiters(self) -> tuple[Waiter, ...]:
         """Roles blocked on this barrier that nothing is going to wake yet."""
-        return tuple(Waiter(*w[:4]) for w in self._waiters if not w[4])
+        return tuple(Waiter(w.who, w.parity, w.since, w.event) for w in self._waiters if not w.woken)
 
     # -- arrivals --------------------------------------------------------------------------
-    def arrive(self, count: int = 1, *, who: str = "", round: int | None = None) -> None:
+    def arrive(self, count: int = 1, who: str = "", round: int | None = None) -> None:
         """``count`` arrivals (a warp's 32 threads arrive as ``count=32``)."""
         if self._future:
             self._sync()
@@ -177,7 +198,7 @@ class MBarrier:
         if self._unwoken:
             self._schedule_waiters()
 
-    def arrive_and_expect_tx(self, nbytes: int, count: int = 1, *, who: str = "",
+    def arrive_and_expect_tx(self, nbytes: int, count: int = 1, who: str = "",
                              round: int | None = None) -> None:
         if self._future:
             self._sync()
@@ -199,21 +220,31 @@ class MBarrier:
             self._complete_phase()
 
     # -- arrivals and bytes that take effect later ----------------------------------------
-    def arrive_at(self, t: float, count: int = 1, *, who: str = "", round: int | None = None) -> None:
+    def arrive_at(self, t: float, count: int = 1, who: str = "", round: int | None = None) -> None:
         """``count`` arrivals that happen at cycle ``t`` (now or later)."""
         if t <= self.env._now:
-            self.arrive(count, who=who, round=round)
+            self.arrive(count, who, round)
             return
-        heappush(self._future, (t, next(_SEQ), 0, count, who, round))
-        if self._unwoken:
-            self._schedule_waiters()
+        self._later(_LaterOp(t, 0, count, who, round))
 
     def complete_tx_at(self, t: float, nbytes: int) -> None:
         """``nbytes`` that land at cycle ``t`` (now or later)."""
         if t <= self.env._now:
             self.complete_tx(nbytes)
             return
-        heappush(self._future, (t, next(_SEQ), 1, nbytes, "", None))
+        self._later(_LaterOp(t, 1, nbytes, "", None))
+
+    def _later(self, op: _LaterOp) -> None:
+        """Record ``op`` after every operation that takes effect at its time or earlier."""
+        f = self._future
+        i = len(f)
+        t = op.t
+        while i > 0:
+            prev = f[i - 1]
+            if prev.t <= t:
+                break
+            i -= 1
+        f.insert(i, op)
         if self._unwoken:
             self._schedule_waiters()
 
@@ -221,57 +252,55 @@ class MBarrier:
         """Apply the later arrivals and bytes whose time has come, in time order."""
         f = self._future
         now = self.env._now if until is None else until
-        while f and f[0][0] <= now:
-            t, _seq, kind, amount, who, rnd = heappop(f)
-            self._op_time = t               # the operation happens at its own time
-            if kind == 0:
-                self._arrive_now(amount, who, rnd)
+        while f:
+            op = f[0]
+            if op.t > now:
+                break
+            del f[0]
+            self._op_time = op.t            # the operation happens at its own time
+            if op.kind == 0:
+                self._arrive_now(op.amount, op.who, op.round)
             else:
-                self._complete_tx_now(amount)
+                self._complete_tx_now(op.amount)
         self._op_time = None
         if self._unwoken and f:
             self._schedule_waiters()
 
     def flush(self) -> None:
         """Apply every later arrival and byte (end of a run, before a deadlock analysis)."""
-        self._sync(until=float("inf"))
+        self._sync(float("inf"))
 
     def _predict(self) -> float | None:
         """When the current phase will complete from the later operations known now (or None)."""
         p, x = self._pending, self._tx
-        f = self._future
-        if len(f) == 1:                       # the common case: one landing or one commit
-            t, _seq, kind, amount, _who, _rnd = f[0]
-            if kind == 0:
-                p -= amount
+        for op in self._future:
+            if op.kind == 0:
+                p -= op.amount
             else:
-                x -= amount
-            return t if (p <= 0 and x == 0) else None
-        for t, _seq, kind, amount, _who, _rnd in sorted(f):
-            if kind == 0:
-                p -= amount
-            else:
-                x -= amount
+                x -= op.amount
             if p <= 0 and x == 0:
-                return t
+                return op.t
         return None
 
     def _schedule_waiters(self) -> None:
         """Wake the waiters of the current phase at its predicted completion (once each)."""
         cur = self._phase & 1
-        t = None
+        predicted = False
+        t = 0.0
         env = self.env
         for w in self._waiters:
-            if w[1] == cur and not w[4]:
-                if t is None:
-                    t = self._predict()
-                    if t is None:
+            if w.parity == cur and not w.woken:
+                if not predicted:
+                    when = self._predict()
+                    if when is None:
                         return
-                ev = w[3]
+                    t = when
+                    predicted = True
+                ev = w.event
                 ev._ok = True
                 ev._value = None
                 env.schedule(ev, NORMAL, max(0.0, t + self.wake_latency - env._now))
-                w[4] = True
+                w.woken = True
                 self._unwoken -= 1
 
     def _complete_phase(self) -> None:
@@ -279,23 +308,26 @@ class MBarrier:
         self._phase += 1
         self._pending = self.expected
         self._tx = 0
-        at = self.env._now if self._op_time is None else self._op_time
+        env = self.env
+        at = env._now if self._op_time is None else self._op_time
         self.phase_done_at = at
-        if self._waiters:
-            keep = []
-            schedule = self.env.schedule
-            delay = max(0.0, at + self.wake_latency - self.env._now)
-            for w in self._waiters:
-                if w[1] == done:
-                    if not w[4]:          # not already woken at the predicted completion
-                        ev = w[3]
+        waiters = self._waiters
+        if waiters:
+            keep = None
+            delay = max(0.0, at + self.wake_latency - env._now)
+            for w in waiters:
+                if w.parity == done:
+                    if not w.woken:          # not already woken at the predicted completion
+                        ev = w.event
                         ev._ok = True
                         ev._value = None
-                        schedule(ev, NORMAL, delay)
+                        env.schedule(ev, NORMAL, delay)
                         self._unwoken -= 1
                 else:
+                    if keep is None:
+                        keep = []
                     keep.append(w)
-            self._waiters = keep
+            self._waiters = keep if keep is not None else []
 
     def _violation(self, who: str, round: int) -> None:
         self.violation_count += 1
@@ -309,10 +341,8 @@ class MBarrier:
             self._sync()
         if (self._phase & 1) != parity:
             return None
-        ev = Event(self.env)
-        # A plain list in the hot path ([who, parity, since, event, woken]); ``waiters`` turns
-        # them into Waiter records.
-        self._waiters.append([who, parity, self.env._now, ev, False])
+        ev = self.env.event()
+        self._waiters.append(_Wait(who, parity, self.env._now, ev))
         self._unwoken += 1
         if self._future:
             self._schedule_waiters()
@@ -360,7 +390,7 @@ class NamedBarrier:
         if self.pending - count <= 0:
             self.arrive(count, who)
             return None
-        ev = simpy.Event(self.env)
+        ev = self.env.event()
         self._waiters.append((who, self.generation & 1, self.env.now, ev))
         self.pending -= count
         return ev
@@ -387,7 +417,11 @@ class ClusterBarrier(MBarrier):
         if self.remote_latency <= 0:
             self.arrive(count, who=who, round=round)
             return
-        call_at(self.env, self.remote_latency, partial(self.arrive, count, who=who, round=round))
+        call_at(self.env, self.remote_latency, _arrive_later, self, count, who, round)
+
+
+def _arrive_later(bar: MBarrier, count: int, who: str, round: int | None) -> None:
+    bar.arrive(count, who=who, round=round)
 
 
 class _Call(Event):
@@ -407,4 +441,8 @@ class _Call(Event):
 
 def call_at(env: simpy.Environment, delay: float, fn, *args) -> None:
     """Run ``fn(*args)`` ``delay`` cycles from now with one bare event (no process)."""
+    call_later = getattr(env, "call_later", None)      # the fast engine's own bare event
+    if call_later is not None:
+        call_later(delay if delay > 0 else 0.0, fn, args)
+        return
     env.schedule(_Call(env, fn, args), NORMAL, delay if delay > 0 else 0.0)

@@ -124,10 +124,12 @@ class Pipeline:
 
     # -- producer ------------------------------------------------------------------------
     def producer_acquire(self, state: PipelineState, who: str) -> simpy.Event | None:
-        return self.empty[state.index].wait(state.phase, who)
+        bar = self.empty[state.index]
+        return bar.wait(state.phase, who)
 
     def producer_commit(self, state: PipelineState, who: str, count: int = 1) -> None:
-        self.full[state.index].arrive(count, who=who, round=state.round)
+        bar = self.full[state.index]
+        bar.arrive(count, who, state.count // state.stages)
 
     def producer_tail_waits(self, state: PipelineState, who: str):
         """The waits of ``producer_tail``: one per stage, in order (a generator of events/None)."""
@@ -138,10 +140,12 @@ class Pipeline:
 
     # -- consumer ------------------------------------------------------------------------
     def consumer_wait(self, state: PipelineState, who: str) -> simpy.Event | None:
-        return self.full[state.index].wait(state.phase, who)
+        bar = self.full[state.index]
+        return bar.wait(state.phase, who)
 
     def consumer_release(self, state: PipelineState, who: str, count: int = 1) -> None:
-        self.empty[state.index].arrive(count, who=who, round=state.round)
+        bar = self.empty[state.index]
+        bar.arrive(count, who, state.count // state.stages)
 
     # -- helpers -------------------------------------------------------------------------
     def _arrive(self, bar: MBarrier, dst_rank: int, count: int, who: str, round: int) -> None:
@@ -187,8 +191,9 @@ class PipelineTmaAsync(Pipeline):
                                 nbytes: int | None = None) -> None:
         """The second half of ``producer_acquire`` (after the empty wait): expect the bytes."""
         if is_leader:
-            self.full[state.index].arrive_and_expect_tx(
-                self.params.transaction_bytes if nbytes is None else nbytes, who=who, round=state.round)
+            bar = self.full[state.index]
+            bar.arrive_and_expect_tx(self.params.transaction_bytes if nbytes is None else nbytes, 1, who,
+                                     state.count // state.stages)
 
     def producer_commit(self, state: PipelineState, who: str, count: int = 1) -> None:
         """No-op: the TMA unit's complete-tx completes the phase."""
@@ -201,7 +206,9 @@ class PipelineTmaAsync(Pipeline):
         recorded on the barriers now, taking effect then, with no event of its own."""
         lat = self.remote_latency
         for r in dst_ranks:
-            self.peers[r].empty[index].arrive_at(t if r == self.rank else t + lat, count, who=who, round=round)
+            peer = self.peers[r]
+            bar = peer.empty[index]
+            bar.arrive_at(t if r == self.rank else t + lat, count, who, round)
 
     def release_stage(self, index: int, round: int, dst_ranks, who: str, count: int = 1) -> None:
         """Arrive on ``empty[index]`` of each CTA in ``dst_ranks``: this CTA's at once, the others
@@ -246,9 +253,11 @@ class PipelineUmmaAsync(Pipeline):
     def producer_commit_to_at(self, t: float, state: PipelineState, dst_ranks, who: str) -> None:
         """``producer_commit_to`` at cycle ``t`` (when the tile's last MMAs complete)."""
         lat = self.remote_latency
+        rnd = state.count // state.stages
         for r in dst_ranks:
-            self.peers[r].full[state.index].arrive_at(t if r == self.rank else t + lat, 1, who=who,
-                                                      round=state.round)
+            peer = self.peers[r]
+            bar = peer.full[state.index]
+            bar.arrive_at(t if r == self.rank else t + lat, 1, who, rnd)
 
     def producer_commit_to(self, state: PipelineState, dst_ranks, who: str) -> None:
         """umma commit to the full barriers of the pair: this CTA's at once, the peer's after the

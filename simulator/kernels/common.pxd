@@ -1,0 +1,28 @@
+# Cython declarations for common.py (compiled when a C compiler is available; see setup.py).
+cdef class RunStats:
+    cdef public dict wait_cycles
+    cdef public dict role_cycles
+    cdef public dict role_count
+    cdef public list tiles_done
+    cdef public long long mma_kblocks
+    cdef public double tc_busy_cycles
+    cdef public long long tx_expected
+    cdef public long long tx_landed
+    cdef public long long clc_queries
+    cdef public double end_cycle
+    cpdef add_wait(self, str role, str barrier, double cycles)
+
+
+cdef class RoleBase:
+    cdef dict __dict__
+    cdef public object cta
+    cdef public object k
+    cdef public object env
+    cdef public str who
+    cdef public object tr
+    cdef public RunStats stats
+    cdef public bint done
+    cdef public object start_cycle
+    cdef public str stat_name
+    cdef public dict wait_acc
+    cpdef _waited(self, str barrier, int stage, double t0, object tile=*, int k_block=*)

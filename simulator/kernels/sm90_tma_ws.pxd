@@ -1,0 +1,48 @@
+# Cython declarations for sm90_tma_ws.py (compiled when a C compiler is available; see setup.py).
+from simulator.kernels.common cimport RoleBase, RunStats
+from simulator.machine.memory cimport MemorySystem
+from simulator.protocol.mbarrier cimport MBarrier, NamedBarrier
+from simulator.protocol.pipeline cimport PipelineAsync, PipelineState, PipelineTmaAsync
+
+
+cdef class Cta:
+    cdef dict __dict__
+    cdef public object kernel
+    cdef public object env
+    cdef public object cluster
+    cdef public long rank
+    cdef public long cx
+    cdef public long cy
+    cdef public long sm
+    cdef public PipelineTmaAsync mainloop
+    cdef public PipelineAsync epi_load
+    cdef public NamedBarrier epilogue_barrier
+    cdef public double tc_free
+    cdef public double alu_free
+    cdef public list a_dst
+    cdef public list b_dst
+    cdef public long long landed_bytes
+
+
+cdef class Role(RoleBase):
+    pass
+
+
+cdef class MainloopLoad(Role):
+    pass
+
+
+cdef class EpilogueLoad(Role):
+    pass
+
+
+cdef class Consumer(Role):
+    pass
+
+
+cdef class Sm90GemmTmaWarpSpecialized:
+    cdef dict __dict__
+    cdef public object env
+    cdef public MemorySystem mem
+    cdef public RunStats stats
+    cpdef issue_mainloop_tma(self, Cta cta, object tile, object loads, object kb, object stage, Role role)

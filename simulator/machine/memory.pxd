@@ -1,0 +1,39 @@
+# Cython declarations for memory.py (compiled when a C compiler is available; see setup.py).
+cimport cython
+
+
+@cython.final
+cdef class Channel:
+    cdef public str name
+    cdef public double bytes_per_cycle
+    cdef public double next_free
+    cdef public long long bytes_total
+    cdef public double busy_cycles
+    cdef public double bin_cycles
+    cdef public dict bins
+    @cython.locals(start=double, dur=double, end=double, b=long)
+    cpdef double reserve(self, double now, long long nbytes)
+
+
+@cython.final
+cdef class MemorySystem:
+    cdef public object t
+    cdef public double _hbm_latency
+    cdef public double _l2_latency
+    cdef public double _tma_overhead
+    cdef public long long _l2_capacity
+    cdef public Channel hbm
+    cdef public Channel l2
+    cdef public object _lru
+    cdef public long long _lru_bytes
+    cdef public long long hbm_read_bytes
+    cdef public long long hbm_write_bytes
+    cdef public long long l2_hits
+    cdef public long long l2_misses
+    cdef public long long load_bytes
+    cdef public dict _key_blocks
+    cdef public object _next_key
+    @cython.locals(end=double, b=cython.longlong)
+    cpdef double load(self, double now, object key, long long nbytes)
+    @cython.locals(end=double)
+    cpdef double store(self, double now, long long nbytes)
