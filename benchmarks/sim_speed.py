@@ -1,103 +1,156 @@
-"""How fast is the simulator? Events per second and wall time of the default 8192^3 run.
+"""How fast is the simulator? Wall time and events of the issue-9 runs, as ratios to bare SimPy.
 
-    python benchmarks/sim_speed.py            # default SM100 8192^3 BF16 on all 148 SMs, K-block granularity
-    python benchmarks/sim_speed.py --profile  # plus where the time goes (cProfile, top functions)
+    python benchmarks/sim_speed.py            # all runs, the 100-config sweep and a profile (~2-4 min on 2 cores)
+    python benchmarks/sim_speed.py --quick    # without SM100 16384^3 and the sweep
 
-The baseline, measured in the same run on the same machine, is bare SimPy: processes that do
-nothing but yield timeouts. The ratio says how much of SimPy's own speed the model keeps; wall
-times are printed for information and never asserted.
+The baseline is measured in the same run: bare SimPy, 296 processes that do nothing but yield
+timeouts (the best of three runs). The *floor* is the time bare SimPy needs to dispatch 461k
+events, the event count of the default SM100 8192^3 run; each run below is reported as its wall
+time over that floor (a machine-independent ratio: both slow down together on a busy machine).
+Every run is the whole problem on all SMs at K-block granularity. Wall times are printed for
+information and never asserted anywhere.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
+import importlib.util
 import io
+import itertools
+import os
 import pstats
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import simpy
 
-from simulator.engine import simulate
+from simulator import _native
+from simulator.engine.run import simulate
+from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 
+FLOOR_EVENTS = 461_000
 
-def bare_simpy_events_per_s(n_procs: int = 296, n_steps: int = 2000) -> float:
-    """Events/s of SimPy itself: ``n_procs`` processes each yielding ``n_steps`` timeouts."""
-    env = simpy.Environment()
 
-    def proc(i):
-        for _ in range(n_steps):
-            yield env.timeout(1 + (i % 7))
+def bare_simpy_events_per_s(n_procs: int = 296, n_steps: int = 2000, repeat: int = 3) -> float:
+    """Events/s of SimPy itself (best of ``repeat``): ``n_procs`` processes yielding ``n_steps`` timeouts."""
+    best = float("inf")
+    for _ in range(repeat):
+        env = simpy.Environment()
 
-    for i in range(n_procs):
-        env.process(proc(i))
+        def proc(i, env=env):
+            for _ in range(n_steps):
+                yield env.timeout(1 + (i % 7))
+
+        for i in range(n_procs):
+            env.process(proc(i))
+        t0 = time.perf_counter()
+        env.run()
+        best = min(best, time.perf_counter() - t0)
+    return n_procs * n_steps / best
+
+
+def _run(label: str, cfg, engine: str, floor_s: float, rows: list) -> object:
     t0 = time.perf_counter()
-    env.run()
-    dt = time.perf_counter() - t0
-    return n_procs * n_steps / dt
+    res = simulate(cfg, engine=engine)
+    wall = time.perf_counter() - t0
+    rows.append((label, engine, res.events, wall, wall / floor_s))
+    print(f"  {label:<34} {engine:<9} {res.events:>10,} {wall:>8.2f} s {wall / floor_s:>7.2f}x   "
+          f"{res.time_ns / 1e3:,.1f} us simulated", flush=True)
+    return res
 
 
-def _area(file: str) -> str:
-    """Group a profiled file into a part of the program."""
-    if "simpy" in file:
-        return "SimPy (event queue, process resumption)"
-    for name in ("mbarrier", "pipeline", "memory", "engine", "trace"):
-        if file.endswith(f"simulator/{name}.py"):
-            return f"simulator/{name}.py"
-    if "simulator/kernels" in file:
-        return "simulator/kernels (role processes, TMA/MMA issue)"
-    if "simulator" in file:
-        return "simulator (other)"
-    return "Python builtins and other"
+def sweep_configs() -> list:
+    """100 SM100 configs: 5 M x 2 N x 2 K x 5 tile/cluster shapes (0.05-0.5 s each)."""
+    shapes = [dict(), dict(cluster_n=2, mma_tile_n=128), dict(use_2sm=False, mma_tile_m=128, mma_tile_n=128),
+              dict(tile_scheduler="static"), dict(read_c=True)]
+    return [Sm100GemmConfig(m=m, n=n, k=k, **s) for m, n, k, s in
+            itertools.product((2048, 3072, 4096, 6144, 8192), (2048, 4096), (1024, 4096), shapes)]
+
+
+AREAS = (("fast_env", "event loop (fast_env)"), ("mbarrier", "barriers (mbarrier)"),
+         ("pipeline", "pipelines"), ("memory", "memory model (L2/HBM)"), ("kernels", "role processes"),
+         ("engine/run", "setup and results"), ("simpy", "SimPy"))
+
+
+def profile_summary(m: int = 4096) -> None:
+    """Own time by part of the program for the fast engine, from cProfile on the pure-Python core
+    (cProfile cannot see inside compiled functions). cProfile inflates small functions."""
+    code = ("import cProfile, pstats, sys\n"
+            "from simulator.engine.run import simulate\n"
+            "from simulator.kernels.sm100_config import Sm100GemmConfig\n"
+            f"cfg = Sm100GemmConfig(m={m}, n={m}, k={m})\n"
+            "p = cProfile.Profile(); p.enable(); simulate(cfg, engine='fast'); p.disable()\n"
+            "pstats.Stats(p).dump_stats(sys.argv[1])\n")
+    root = Path(__file__).resolve().parents[1]
+    out = root / "build" / "sim_speed.prof"
+    out.parent.mkdir(exist_ok=True)
+    env = dict(os.environ, **{_native.PURE_PYTHON_ENV: "1"})
+    subprocess.run([sys.executable, "-c", code, str(out)], cwd=root, env=env, check=True)
+    st = pstats.Stats(str(out))
+    by_area: dict[str, float] = {}
+    total = 0.0
+    for (file, _line, _fn), (_cc, _nc, tt, _ct, _callers) in st.stats.items():
+        area = next((name for key, name in AREAS if key in file), "Python builtins and other")
+        by_area[area] = by_area.get(area, 0.0) + tt
+        total += tt
+    print(f"\nwhere the time goes (fast engine, SM100 {m}^3, pure-Python core under cProfile, own time):")
+    for area, tt in sorted(by_area.items(), key=lambda kv: -kv[1]):
+        print(f"  {area:<30} {100 * tt / total:5.1f}%")
+    s = io.StringIO()
+    pstats.Stats(str(out), stream=s).sort_stats("tottime").print_stats(8)
+    print("  top functions:")
+    for line in s.getvalue().splitlines():
+        if "(" in line and "/" in line:
+            print("   ", line.strip()[:120])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--m", type=int, default=8192)
-    ap.add_argument("--n", type=int, default=8192)
-    ap.add_argument("--k", type=int, default=8192)
-    ap.add_argument("--profile", action="store_true", help="print the top functions by own time")
+    ap.add_argument("--quick", action="store_true", help="skip SM100 16384^3 and the 100-config sweep")
+    ap.add_argument("--no-profile", action="store_true", help="skip the profile summary")
     args = ap.parse_args()
-    cfg = Sm100GemmConfig(m=args.m, n=args.n, k=args.k)
 
+    print(f"simulator core: {_native.status()}")
     base = bare_simpy_events_per_s()
-    prof = cProfile.Profile() if args.profile else None
-    t0 = time.perf_counter()
-    if prof:
-        prof.enable()
-    res = simulate(cfg, count_events=True)
-    if prof:
-        prof.disable()
-    wall = time.perf_counter() - t0
-    rate = res.events / res.wall_s
-    c = res.config
-    print(f"problem: {c.m}x{c.n}x{c.k} {c.dtype_ab}, MMA {c.mma_tile_m}x{c.mma_tile_n}x{c.tile_k} "
-          f"({'2-SM' if c.use_2sm else '1-SM'}), {c.num_output_tiles} tiles x {c.k_tiles} K-blocks, "
-          f"{int(res.arch.sm_count.value)} SMs")
-    print(f"simulated kernel time : {res.time_ns / 1e3:.1f} us ({res.tflops:.0f} TFLOP/s)")
-    print(f"events processed      : {res.events:,}")
-    print(f"wall time             : {res.wall_s:.2f} s in the event loop, {wall:.2f} s including setup")
-    print(f"events per second     : {rate:,.0f}")
-    print(f"baseline (bare SimPy) : {base:,.0f} events/s measured now")
-    print(f"ratio model/baseline  : {rate / base:.2f}")
-    print(f"per event             : {1e6 / rate:.2f} us (bare SimPy {1e6 / base:.2f} us)")
-    print(f"SimPy floor           : {res.events / base:.2f} s = these events at bare-SimPy speed; "
-          f"the run took {res.wall_s / (res.events / base):.1f}x that")
-    if prof:
-        st = pstats.Stats(prof)
-        by_area: dict[str, float] = {}
-        total = 0.0
-        for (file, _line, _fn), (_cc, _nc, tt, _ct, _callers) in st.stats.items():
-            area = _area(file)
-            by_area[area] = by_area.get(area, 0.0) + tt
-            total += tt
-        print("\nwhere the time goes (own time under cProfile, which inflates small functions):")
-        for area, tt in sorted(by_area.items(), key=lambda kv: -kv[1]):
-            print(f"  {area:<44} {100 * tt / total:5.1f}%")
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(12)
-        print(out.getvalue())
+    floor_s = FLOOR_EVENTS / base
+    print(f"bare SimPy: {base:,.0f} events/s (best of 3) -> floor = {FLOOR_EVENTS:,} events in {floor_s:.2f} s\n")
+    print(f"  {'run':<34} {'engine':<9} {'events':>10} {'wall':>10} {'/floor':>8}")
+    rows: list = []
+    default = Sm100GemmConfig()
+    ref = _run("SM100 8192^3 (wsim simulate)", default, "reference", floor_s, rows)
+    fast = _run("SM100 8192^3 (wsim simulate)", default, "fast", floor_s, rows)
+    same = "identical" if fast.fingerprint() == ref.fingerprint() else "DIFFERENT (a bug: see tests/test_engine_differential.py)"
+    for sched in ("cooperative", "pingpong"):
+        _run(f"SM90 8192^3 {sched}", Sm90GemmConfig(schedule=sched), "fast", floor_s, rows)
+    if not args.quick:
+        _run("SM100 16384^3", Sm100GemmConfig(m=16384, n=16384, k=16384), "fast", floor_s, rows)
+    print(f"\nfast vs reference on the default run: results {same}; "
+          f"{rows[0][3] / rows[1][3]:.1f}x faster")
+    print("targets (issue 9): SM100 default <= 1.0x, SM90 8192^3 <= 2x, SM100 16384^3 <= 8x the floor")
+
+    if not args.quick:
+        if importlib.util.find_spec("simulator.engine.sweep") is None:
+            print("\n100-config sweep: simulator.engine.sweep is not available")
+        else:
+            from simulator.engine.sweep import default_workers, run_sweep
+
+            cfgs = sweep_configs()
+            workers = default_workers()
+            t0 = time.perf_counter()
+            out = run_sweep(cfgs, workers=workers, progress=False)
+            wall = time.perf_counter() - t0
+            ok = [r for r in out if r.ok]
+            events = sum(r.events or 0 for r in ok)
+            busy = sum(r.wall_s or 0.0 for r in ok)
+            print(f"\n100-config sweep (SM100, {workers} workers): {len(ok)}/{len(out)} ok, {events:,} events, "
+                  f"{wall:.1f} s wall ({wall / floor_s:.1f}x the floor; {busy:.1f} s of simulation in the "
+                  f"workers, {events / FLOOR_EVENTS * floor_s / wall:.2f}x bare SimPy's event rate overall)")
+
+    if not args.no_profile:
+        profile_summary()
 
 
 if __name__ == "__main__":
