@@ -241,7 +241,11 @@ def test_static_grid_sizes():
     assert static_grid_clusters(Sm90GemmConfig(cluster_m=2), H200, 10_000) == 66
     assert static_grid_clusters(Sm90GemmConfig(cluster_m=1), H200, 10_000) == 132
     assert static_grid_clusters(Sm90GemmConfig(cluster_m=1), H200, 7) == 7
-    assert static_grid_clusters(Sm100GemmConfig(cluster_m=4, cluster_n=2), B200, 10_000) == 18
+    # B200: clusters placed per GPC (74 TPCs spread 10/9 over 8 GPCs: 20 or 18 SMs), like
+    # cudaOccupancyMaxActiveClusters: 8-CTA clusters fit 2 per GPC -> 16, 4-CTA: 5+5+6x4 = 34, 2-CTA: 74.
+    assert static_grid_clusters(Sm100GemmConfig(cluster_m=4, cluster_n=2), B200, 10_000) == 16
+    assert static_grid_clusters(Sm100GemmConfig(cluster_m=2, cluster_n=2), B200, 10_000) == 34
+    assert static_grid_clusters(Sm100GemmConfig(cluster_m=2, cluster_n=1), B200, 10_000) == 74
 
 
 def test_tile_sequence_balanced_round_robin():

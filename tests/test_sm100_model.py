@@ -6,6 +6,7 @@ import pytest
 from simulator.engine import simulate
 from simulator.errors import ConfigError
 from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.arch import ArchSpec
 from simulator.protocol.knobs import ProtocolKnobs
 
 TINY = dict(m=128, n=64, k=192, mma_tile_m=128, mma_tile_n=64, use_2sm=False, cluster_m=1, cluster_n=1,
@@ -19,8 +20,12 @@ def _events(trace, role):
 
 
 def test_tiny_case_exact_protocol_order():
-    """One CTA, one 128x64 tile, 3 K-blocks through 2 mainloop stages, 2 epilogue subtiles."""
-    r = simulate(Sm100GemmConfig(**TINY), trace=True)
+    """One CTA, one 128x64 tile, 3 K-blocks through 2 mainloop stages, 2 epilogue subtiles.
+
+    The SM's TMA ingress limit is switched off (0) so that the order below depends only on the
+    protocol and the DRAM latency, not on the fitted ingress rate."""
+    arch = ArchSpec.b200().with_overrides({"tma_load_bytes_per_clk_per_sm": 0}, origin="protocol-order test")
+    r = simulate(Sm100GemmConfig(**TINY), arch, trace=True)
     assert r.ok
     tr = r.trace
     # MainloopLoad: two stages free at start, the third K-block waits for stage 0's MMA commit,

@@ -23,8 +23,9 @@ partly outside M x N; the kernel runs them (TMA zero-fills out-of-bounds loads a
 :func:`mma_tile_in_problem` tells the model which MMA tiles those are. A work tile is invalid only
 when the linear id runs past the padded grid (static) or when no cluster is left to cancel (CLC).
 
-Simplification: resident clusters = ``sm_count // cluster_size`` (one CTA per SM; GPC boundaries
-ignored) for SM100. For SM90 the static grid follows CUTLASS's host heuristic
+Resident clusters for SM100: one CTA per SM and every cluster within one GPC, so the GPC layout
+(:func:`gpc_cluster_capacity`) decides how many fit -- e.g. 34 clusters of 4 CTAs on a B200 (136 of
+148 SMs) with its TPCs spread 10/9 over 8 GPCs. For SM90 the static grid follows CUTLASS's host heuristic
 ``get_max_cta_occupancy`` (18 SMs per GPC, tile_scheduler_params.h).
 """
 
@@ -275,9 +276,29 @@ def mma_tile_in_problem(m_tile: int, n_tile: int, cfg: GemmConfig) -> bool:
 
 
 # -------------------------------------------------------------------------------- grid sizes
+def gpc_sm_counts(sm_count: int, gpc_count: int) -> list[int]:
+    """SMs per GPC: the TPCs (2 SMs each) spread over the GPCs as evenly as possible."""
+    gpcs = max(1, gpc_count)
+    tpcs, odd = divmod(sm_count, 2)
+    base, extra = divmod(tpcs, gpcs)
+    out = [2 * (base + (1 if g < extra else 0)) for g in range(gpcs)]
+    out[-1] += odd
+    return out
+
+
+def gpc_cluster_capacity(cluster_size: int, sm_count: int, gpc_count: int) -> int:
+    """Clusters of ``cluster_size`` CTAs (one per SM) that fit at once when a cluster must lie within
+    one GPC (CUDA guide, thread block clusters): the sum over GPCs of SMs // cluster_size -- what
+    ``cudaOccupancyMaxActiveClusters`` reports for a kernel that needs a whole SM per CTA."""
+    if cluster_size <= 1:
+        return sm_count
+    return sum(s // cluster_size for s in gpc_sm_counts(sm_count, gpc_count))
+
+
 def max_resident_clusters(cfg: GemmConfig, arch: ArchSpec) -> int:
-    """Clusters that fit at once: sm_count // cluster_size (one CTA per SM; GPCs ignored)."""
-    return max(1, int(arch.sm_count.value) // (cfg.cluster_m * cfg.cluster_n))
+    """Clusters that fit at once (one CTA per SM), placed per GPC (:func:`gpc_cluster_capacity`)."""
+    size = cfg.cluster_m * cfg.cluster_n
+    return max(1, gpc_cluster_capacity(size, int(arch.sm_count.value), int(arch.gpc_count.value)))
 
 
 def sm90_max_cta_occupancy(cluster_size: int, sm_count: int, max_sm_per_gpc: int = SM90_MAX_SM_PER_GPC) -> int:
@@ -300,8 +321,12 @@ def static_grid_clusters(cfg: GemmConfig, arch: ArchSpec, total_clusters: int) -
     sms = int(arch.sm_count.value)
     if arch.sm_version == 90 and size > 1:
         resident = sm90_max_cta_occupancy(size, sms) // size
+    elif arch.sm_version == 90:
+        resident = sms
     else:
-        resident = sms // size
+        # SM100: the grid is cudaOccupancyMaxActiveClusters clusters (CuTe DSL
+        # StaticPersistentTileScheduler.get_grid_shape; CUTLASS's max_active_clusters), placed per GPC.
+        resident = max_resident_clusters(cfg, arch)
     return max(1, min(resident, total_clusters))
 
 
@@ -436,4 +461,5 @@ __all__ = [
     "WorkTileInfo", "INVALID", "TileRaster", "ClcHardware", "ClcTileScheduler", "StaticPersistentScheduler",
     "make_scheduler", "tile_sequence", "cta_tile_coord", "mma_tiles_of", "mma_tile_in_problem", "raster_for",
     "problem_ctas", "max_resident_clusters", "static_grid_clusters", "sm90_max_cta_occupancy",
+    "gpc_sm_counts", "gpc_cluster_capacity",
 ]

@@ -98,6 +98,9 @@ class Sm100Timing:
     wake_latency: float
     launch_overhead_cycles: float
     notes: tuple[str, ...]
+    tma_ingress_bytes_per_clk: float = 0.0   # per-SM TMA bytes landing in SMEM per cycle (0: no limit)
+    epi_sync_cycles: float = 0.0             # per epilogue subtile: fence + named-barrier syncs around the store
+    store_read_bytes_per_clk: float = 0.0    # TMA store: SMEM read rate (assumed = the measured TMA load rate)
 
     @classmethod
     def derive(cls, cfg, arch) -> Sm100Timing:
@@ -109,8 +112,12 @@ class Sm100Timing:
         # One instruction of the CTA (pair): the FLOPs of its share on one SM at the SM's rate ...
         flops_per_sm = 2.0 * cfg.cta_tile_m * cfg.mma_tile_n * instr_k
         compute = flops_per_sm / rate
-        # ... or the SMEM operand reads of an SS MMA (A rows of this SM, all B columns), if slower.
-        smem = (cfg.cta_tile_m + cfg.mma_tile_n) * instr_k * ab_bytes / arch.smem_read_bytes_per_clk.value
+        # ... or the SMEM operand reads of an SS MMA, if slower: each SM reads the A rows it holds and
+        # the B columns it holds -- all N in 1-SM mode, N/2 in 2-SM mode, where the pair exchanges its
+        # halves of B (SemiAnalysis umma_throughput, 2-SM SS 128x64x16: 25.7 cycles, (64 + 32) x 32 B /
+        # 128 B/clk = 24; all of N would give 32).
+        b_cols = cfg.mma_tile_n // cfg.atom_thr_m
+        smem = (cfg.cta_tile_m + b_cols) * instr_k * ab_bytes / arch.smem_read_bytes_per_clk.value
         instr = max(compute, smem)
         notes = [f"tcgen05.mma {cfg.mma_tile_m}x{cfg.mma_tile_n}x{instr_k}: {instr:.1f} cycles/instr "
                  f"({'SMEM-operand' if smem > compute else 'math'} bound), {n_instr} per K-block"]
@@ -132,6 +139,10 @@ class Sm100Timing:
             wake_latency=arch.mbarrier_arrive_latency_cycles.value,
             launch_overhead_cycles=arch.launch_overhead_ns.value * arch.clock_ghz.value,
             notes=tuple(notes),
+            tma_ingress_bytes_per_clk=arch.tma_load_bytes_per_clk_per_sm.value,
+            epi_sync_cycles=arch.epilogue_subtile_sync_cycles.value,
+            store_read_bytes_per_clk=(arch.tma_load_bytes_per_clk_per_sm.value
+                                      or arch.smem_read_bytes_per_clk.value),
         )
 
     @staticmethod
@@ -140,7 +151,8 @@ class Sm100Timing:
                 "smem_read_bytes_per_clk", "tmem_load_bytes_per_clk", "epilogue_convert_elems_per_clk",
                 "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s", "l2_latency_cycles",
                 "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles", "remote_arrive_latency_cycles",
-                "clc_query_latency_cycles", "launch_overhead_ns")
+                "clc_query_latency_cycles", "launch_overhead_ns", "tma_load_bytes_per_clk_per_sm", "gpc_count",
+                "epilogue_subtile_sync_cycles")
 
 
 class Cta:
@@ -201,6 +213,7 @@ class Cta:
         self.clc_response: list[WorkTileInfo | None] = [None] * cfg.scheduler_stages
         # Tensor-core availability (MMA leader of a pair).
         self.tc_free = 0.0
+        self.ingress_free = 0.0      # this SM's TMA ingress (bytes landing in its SMEM) is busy until then
         self.load_plan = k.mainloop_load_plan(self)
         self.load_bytes = sum(b for _, b in self.load_plan[3])
         self.roles: list[Role] = []
@@ -537,7 +550,7 @@ class Epilogue(Role):
                         tw = env.now
                         yield env.timeout(first - env.now)
                         self._waited("epi_store", s % store_stages, tw, tile, s)
-                yield env.timeout(t.epi_smem_cycles)        # registers -> SMEM
+                yield env.timeout(t.epi_smem_cycles + t.epi_sync_cycles)   # registers -> SMEM, fence, sync
                 self.span("epilogue", t0, env.now, tile=tile, k_block=s, stage=acc_state.index)
                 smem_free = k.issue_store(cta, tile, s, self)
                 stores.append(smem_free)
@@ -744,6 +757,17 @@ class Sm100GemmTmaWarpSpecialized:
         a_land = mem.load(now, a_key + kb, a_bytes)
         b_land = mem.load(now, b_key + kb, b_bytes)
         land = a_land if a_land > b_land else b_land
+        rate = self.timing.tma_ingress_bytes_per_clk
+        if rate:
+            # The SM's TMA ingress: one stage's A and B land in this CTA's SMEM (its own slices are
+            # multicast to its peers, and theirs land here: the same bytes per stage, in bounds).
+            cfg = self.cfg
+            ing_bytes = a_bytes * cfg.cluster_n + b_bytes * (cfg.cluster_m // cfg.atom_thr_m)
+            start = cta.ingress_free if cta.ingress_free > now else now
+            cta.ingress_free = start + ing_bytes / rate
+            lat = mem.t.l2_latency + mem.t.tma_overhead
+            if cta.ingress_free + lat > land:
+                land = cta.ingress_free + lat
         # The bytes complete-tx on each receiving MMA leader's full barrier when they land.
         ctas = cta.cluster.ctas
         for lead, nbytes in cta.load_plan[3]:
@@ -777,8 +801,9 @@ class Sm100GemmTmaWarpSpecialized:
     def issue_store(self, cta: Cta, tile, s: int, role: Role) -> float:
         """A TMA store of one D subtile; returns when it has finished reading SMEM."""
         cfg, now = self.cfg, self.env.now
-        smem_read = now + cfg.epi_d_subtile_bytes / self.arch.smem_read_bytes_per_clk.value \
-            + self.arch.tma_issue_overhead_cycles.value
+        # The store engine has read the subtile from SMEM once its bytes have streamed out at the SM's
+        # TMA rate (no DRAM latency: that is the cold *load* figure, not a store's).
+        smem_read = now + cfg.epi_d_subtile_bytes / self.timing.store_read_bytes_per_clk
         done = self.mem.store(now, cfg.epi_d_subtile_bytes)
         # The grid is complete only when its last global write has landed.
         if done > self.stats.end_cycle:

@@ -26,6 +26,7 @@ from simulator.machine.constants import Constant
 _SEMI = "SemiAnalysis microbench-blackwell"
 _LUO = "Luo et al. IPDPS'24 (arXiv 2402.13499)"
 _LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
+_SEMI_MCAST = "SemiAnalysis microbench-blackwell tma2dmcast_throughput/tma2dmcast_sweep_results.csv"
 _MICRO = "validation/results/h200_microbench.json (python -m validation.microbench, 2026-11-29)"
 #: The v2 microbenchmarks (one per SM90 timing constant); a source names the key in its "quantities".
 _MICRO2 = "validation/results/h200_microbench_v2.json (python -m validation.microbench.run, 2026-12-01)"
@@ -34,13 +35,14 @@ _CUDA_GUIDE_CLUSTERS = "CUDA C++ Programming Guide, Thread Block Clusters (8 por
 # Constants that may be zero (the feature does not exist on that architecture); all others must be > 0.
 _MAY_BE_ZERO = frozenset({
     "tmem_columns", "tmem_lanes", "clc_query_latency_cycles", "tmem_load_bytes_per_clk",
-    "launch_overhead_ns", "mbarrier_arrive_latency_cycles",
+    "launch_overhead_ns", "mbarrier_arrive_latency_cycles", "tma_load_bytes_per_clk_per_sm",
+    "epilogue_subtile_sync_cycles",
 })
 
 
 # Constants that count whole things (SMs, CTAs, bytes, TMEM lanes/columns): overrides must be integers.
 _COUNTS = frozenset({"sm_count", "max_cluster_size", "smem_bytes_per_cta", "l2_bytes", "tmem_columns",
-                     "tmem_lanes"})
+                     "tmem_lanes", "gpc_count"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ class ArchSpec:
     epilogue_convert_elems_per_clk: Constant
     launch_overhead_ns: Constant
     max_cluster_size: Constant
+    tma_load_bytes_per_clk_per_sm: Constant
+    gpc_count: Constant
+    epilogue_subtile_sync_cycles: Constant
 
     def __post_init__(self) -> None:
         for name in self.constant_names():
@@ -165,7 +170,6 @@ class ArchSpec:
     def b200(cls) -> ArchSpec:
         """NVIDIA B200 (SM100)."""
         C = Constant
-        hbm = 7680 / 8 * 3996e6 * 2  # 7680-bit bus x 3996 MHz, DDR -> 7.67e12 B/s
         return cls(
             name="B200",
             sm_version=100,
@@ -192,15 +196,21 @@ class ArchSpec:
                            "CUTLASS tmem_allocator_sm100.hpp Sm100TmemCapacityColumns", "cutlass"),
             tmem_lanes=C("tmem_lanes", 128, "lanes", "CUTLASS / PTX ISA tcgen05 (128 lanes x 512 cols x 32 b)",
                          "cutlass"),
-            hbm_bytes_per_s=C("hbm_bytes_per_s", hbm, "B/s",
-                              "pytorch/ao PR #4002: 7680-bit bus x 3996 MHz (spec sheet 8 TB/s)", "datasheet"),
+            hbm_bytes_per_s=C("hbm_bytes_per_s", 7.29e12, "B/s",
+                              f"{_SEMI_MCAST} no_sharing: 7.29 TB/s DRAM read (dram__bytes_read / GPU time; "
+                              "tma2d_throughput: 7.26), 95% of the 7.67 TB/s bus figure (7680 bit x 3996 MHz x 2, "
+                              "pytorch/ao PR #4002)", "microbenchmark"),
             hbm_latency_cycles=C("hbm_latency_cycles", 860, "cycles",
                                  "markdewing/AI_kernels latency/README.md (B200 DRAM pointer chase)",
                                  "microbenchmark"),
             l2_bytes=C("l2_bytes", 126.5 * 1024 * 1024, "B",
                        "B200 device query (126.5 MB) quoted in pytorch/ao PR #4002", "datasheet"),
-            l2_bytes_per_s=C("l2_bytes_per_s", 2.5 * hbm, "B/s",
-                             "not published for B200: ~2.5x HBM bandwidth", "estimate"),
+            l2_bytes_per_s=C("l2_bytes_per_s", 19.0e12, "B/s",
+                             "no measured B200 L2 capacity: SemiAnalysis's TMA microbenchmark reached 14.2 TB/s of "
+                             f"L2 reads ({_SEMI_MCAST}, implicit_l2_cross; one CTA per SM, a lower bound), and the "
+                             "gemm-model fp16 rows read up to ~19 TB/s of A and B tiles from L2 (2x1 clusters, MMA "
+                             "256x64, K=7168), so it is at least that; taken as 19 TB/s, not scaled with the SM "
+                             "clock", "estimate"),
             l2_latency_cycles=C("l2_latency_cycles", 295, "cycles",
                                 "markdewing/AI_kernels latency/README.md (B200 L2 pointer chase)",
                                 "microbenchmark"),
@@ -230,7 +240,21 @@ class ArchSpec:
                                  "estimate"),
             max_cluster_size=C("max_cluster_size", 16, "CTAs", _CUDA_GUIDE_CLUSTERS + "; non-portable max",
                                "datasheet"),
+            tma_load_bytes_per_clk_per_sm=C(
+                "tma_load_bytes_per_clk_per_sm", 96.0, "B/clk/SM",
+                f"estimate: TMA bytes landing in one SM's SMEM per cycle under full load; {_SEMI_MCAST} reached "
+                "58 (16.86 TB/s over 148 SMs at 1.961 GHz), but gemm-model's 256x256 rows run at 98% of peak, "
+                "which needs >= 64", "estimate"),
+            gpc_count=C("gpc_count", 8, "GPCs",
+                        "derived: 2 dies x 4 GPCs of 10 TPCs (80 SMs per die, chipsandcheese 'Nvidia's B200'); 74 "
+                        "TPCs enabled, assumed spread as evenly as possible (2 GPCs of 10 TPCs, 6 of 9); the "
+                        "per-chip distribution is not published", "estimate"),
+            epilogue_subtile_sync_cycles=C(
+                "epilogue_subtile_sync_cycles", 0, "cycles",
+                "not published: per epilogue subtile, the fence and named-barrier syncs around the TMA store "
+                "issue (not modelled: 0)", "estimate"),
         )
+
 
     @classmethod
     def h200(cls) -> ArchSpec:
@@ -308,6 +332,12 @@ class ArchSpec:
             max_cluster_size=C("max_cluster_size", 16, "CTAs",
                                f"{_MICRO2} cluster.c16.max_active_clusters.twin_smem: 7 clusters of 16 CTAs "
                                "(non-portable opt-in) resident at once; " + _CUDA_GUIDE_CLUSTERS, "measured-here"),
+            tma_load_bytes_per_clk_per_sm=C("tma_load_bytes_per_clk_per_sm", 0, "B/clk/SM",
+                                            "not modelled on SM90 yet: no per-SM TMA limit (0)", "estimate"),
+            gpc_count=C("gpc_count", 8, "GPCs", "NVIDIA H100 whitepaper: GH100 has 8 GPCs (H200: same die)",
+                        "datasheet"),
+            epilogue_subtile_sync_cycles=C("epilogue_subtile_sync_cycles", 0, "cycles",
+                                           "not modelled on SM90 (0)", "estimate"),
         )
 
 
