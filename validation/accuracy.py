@@ -88,9 +88,10 @@ class DataSet:
     fit_units: dict[str, str] = field(default_factory=dict)
     fit_notes: dict[str, str] = field(default_factory=dict)
     baseline_names: tuple[str, ...] = ()
-    #: An in-model constant fitted too: (arch constant name, values simulated). Predictions between
-    #: simulated values are interpolated linearly; its fit grid is in ``fit_grid``.
-    sim_fit: tuple[str, np.ndarray] | None = None
+    #: In-model constants fitted too: arch constant name -> (values simulated, "lin" or "inv"). Every
+    #: row is simulated on the product grid of these values; predictions in between are interpolated
+    #: multilinearly (in 1/value for "inv": a rate). Their fit grids are in ``fit_grid``.
+    sim_fit: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)             # rows (or the set) not run, and why
     notes: list[str] = field(default_factory=list)
 
@@ -148,21 +149,27 @@ def load_b200(path=None) -> DataSet:
                  "", [], harness=_b200_harness,
                  fit_grid={"host_launch_interval_us": np.round(np.arange(10.0, 30.01, 0.5), 3),
                            "gpu_launch_overhead_us": np.round(np.arange(0.0, 10.01, 0.5), 3),
-                           "epilogue_subtile_sync_cycles": np.arange(0.0, 1200.1, 100.0)},
+                           "tma_load_bytes_per_clk_per_sm": np.arange(60.0, 128.1, 4.0),
+                           "epilogue_subtile_sync_cycles": np.arange(200.0, 1400.1, 100.0)},
                  fit_units={"host_launch_interval_us": "us", "gpu_launch_overhead_us": "us",
-                            "epilogue_subtile_sync_cycles": "cycles"},
+                            "tma_load_bytes_per_clk_per_sm": "B/clk/SM", "epilogue_subtile_sync_cycles": "cycles"},
                  fit_notes={"host_launch_interval_us": "host time per back-to-back launch of the Python harness "
                                                       "(cute.testing.benchmark, CuTe DSL 4.3): sets the floor of "
                                                       "small problems; no published figure for that host",
                             "gpu_launch_overhead_us": "GPU time per launch the simulation does not cover (grid "
                                                       "launch, barrier init, TMEM alloc, teardown, and the gap "
                                                       "between back-to-back kernels); not published for B200",
+                            "tma_load_bytes_per_clk_per_sm": "TMA bytes landing in one SM's SMEM per cycle under "
+                                                             "full load; SemiAnalysis's microbenchmark reached 58, "
+                                                             "but the 256x256 rows run at 98% of peak, which needs "
+                                                             ">= 64 (simulated at 72 and 108; interpolated in 1/x)",
                             "epilogue_subtile_sync_cycles": "per epilogue subtile, the DSL epilogue's fence, two "
                                                             "named-barrier syncs and TMA-store issue/wait beyond the "
                                                             "modelled TMEM load, conversion and SMEM write; not "
-                                                            "published (simulated at 0, 400, 800, 1200; interpolated)"},
+                                                            "published (simulated at 300 and 1000; interpolated)"},
                  baseline_names=("gemm-model",),
-                 sim_fit=("epilogue_subtile_sync_cycles", np.array([0.0, 400.0, 800.0, 1200.0])))
+                 sim_fit={"tma_load_bytes_per_clk_per_sm": (np.array([72.0, 108.0]), "inv"),
+                          "epilogue_subtile_sync_cycles": (np.array([300.0, 1000.0]), "lin")})
     try:
         d = bd.data_dir(path)
         rows = bd.load_rows(d)
@@ -175,9 +182,9 @@ def load_b200(path=None) -> DataSet:
                  "back-to-back launches between CUDA events, cold L2); gemm-model's predictions: "
                  "results/fp16/predictions_WSPersistentGEMMModel_l2hit.csv")
     arch = ArchSpec.b200().with_overrides({"clock_ghz": bd.CLOCK_GHZ}, origin=bd.CLOCK_SOURCE)
-    if ds.sim_fit and ds.sim_fit[0] not in arch.constant_names():     # an arch without that constant
-        ds.fit_grid.pop(ds.sim_fit[0], None)
-        ds.sim_fit = None
+    for name in [n for n in ds.sim_fit if n not in arch.constant_names()]:   # an arch without that constant
+        ds.fit_grid.pop(name, None)
+        ds.sim_fit.pop(name)
     for r in rows:
         cfg = r.config()
         ds.rows.append(Row("b200", str(r.index), f"{r.shape_name} {r.config_name}", r.shape_name,
@@ -464,23 +471,40 @@ class Score:
 
 
 # ======================================================================================== fitting
-def _predict(ds: DataSet, gpu: np.ndarray, sim_values: np.ndarray | None, c: dict[str, np.ndarray]) -> np.ndarray:
-    """Measured-time predictions for candidate constants ``c`` (arrays broadcasting over rows).
+def _interpolate(ds: DataSet, gpu: np.ndarray, c: dict[str, np.ndarray]) -> np.ndarray:
+    """GPU times at candidate in-model constants ``c`` (arrays of K values each) from the simulated
+    grid ``gpu`` (shape: one axis per ``ds.sim_fit`` constant, then rows): multilinear, (K, n)."""
+    out = 0.0
+    axes = []
+    for name, (values, how) in ds.sim_fit.items():
+        x = np.asarray(values, float)
+        v = np.asarray(c[name], float).reshape(-1)
+        if how == "inv":
+            x, v = 1.0 / x, 1.0 / v
+            order = np.argsort(x)
+        else:
+            order = np.argsort(x)
+        xs = x[order]
+        i = np.clip(np.searchsorted(xs, v, side="right") - 1, 0, len(xs) - 2)
+        w = (v - xs[i]) / (xs[i + 1] - xs[i])
+        axes.append((order[i], order[i + 1], w))
+    for corner in np.ndindex(*([2] * len(axes))):
+        weight = 1.0
+        index = []
+        for (lo, hi, w), bit in zip(axes, corner, strict=True):
+            index.append(hi if bit else lo)
+            weight = weight * (w if bit else 1.0 - w)
+        out = out + weight[:, None] * gpu[tuple(index)]
+    return out
 
-    ``gpu``: the simulated GPU time, one row per simulated value of the in-model constant
-    (``sim_values``), or a 1-D array when there is none; in-between values are interpolated linearly.
-    """
-    if sim_values is None:
-        g = gpu
-    else:
-        v = np.asarray(c[ds.sim_fit[0]], float).reshape(-1, 1)          # (K, 1) candidate values
-        idx = np.clip(np.searchsorted(sim_values, v[:, 0], side="right") - 1, 0, len(sim_values) - 2)
-        w = ((v[:, 0] - sim_values[idx]) / (sim_values[idx + 1] - sim_values[idx]))[:, None]
-        g = gpu[idx] * (1 - w) + gpu[idx + 1] * w                        # (K, n)
+
+def _predict(ds: DataSet, gpu: np.ndarray, c: dict[str, np.ndarray]) -> np.ndarray:
+    """Measured-time predictions for candidate constants ``c`` (arrays broadcasting over rows)."""
+    g = _interpolate(ds, gpu, c) if ds.sim_fit else gpu
     return ds.harness(g, c)
 
 
-def _search(ds: DataSet, gpu: np.ndarray, sim_values, meas: np.ndarray, grids: dict[str, np.ndarray]):
+def _search(ds: DataSet, gpu: np.ndarray, meas: np.ndarray, grids: dict[str, np.ndarray]):
     names = list(grids)
     mesh = np.meshgrid(*[grids[n] for n in names], indexing="ij")
     flat = [g.ravel() for g in mesh]
@@ -489,7 +513,7 @@ def _search(ds: DataSet, gpu: np.ndarray, sim_values, meas: np.ndarray, grids: d
     chunk = max(1, 400_000 // max(1, len(meas)))
     for s in range(0, len(flat[0]), chunk):
         c = {n: flat[i][s:s + chunk, None] for i, n in enumerate(names)}
-        pred = _predict(ds, gpu, sim_values, c)
+        pred = _predict(ds, gpu, c)
         err = np.mean(np.abs(pred / m - 1.0), axis=1)
         i = int(np.nanargmin(err))
         if err[i] < best_err:
@@ -498,19 +522,19 @@ def _search(ds: DataSet, gpu: np.ndarray, sim_values, meas: np.ndarray, grids: d
     return best, best_err
 
 
-def _grid_fit(ds: DataSet, gpu: np.ndarray, sim_values, meas: np.ndarray, train: np.ndarray) -> dict[str, float]:
+def _grid_fit(ds: DataSet, gpu: np.ndarray, meas: np.ndarray, train: np.ndarray) -> dict[str, float]:
     """The fitted constants minimising MAPE on the ``train`` rows: an exhaustive coarse grid, then a
     finer grid around its best point (deterministic)."""
     g = gpu[..., train]
     m = meas[train]
     grids = dict(ds.fit_grid)
-    best, _ = _search(ds, g, sim_values, m, grids)
+    best, _ = _search(ds, g, m, grids)
     fine = {}
     for n, vals in grids.items():
         step = float(np.min(np.diff(vals))) if len(vals) > 1 else 0.0
         lo, hi = max(vals[0], best[n] - step), min(vals[-1], best[n] + step)
         fine[n] = np.unique(np.round(np.linspace(lo, hi, 11), 6))
-    best2, _ = _search(ds, g, sim_values, m, fine)
+    best2, _ = _search(ds, g, m, fine)
     return best2
 
 
@@ -523,14 +547,14 @@ class Fit:
     fold_constants: dict[str, tuple[float, float]]   # min, max over the folds
 
 
-def fit_and_cross_validate(ds: DataSet, rows: list[Row], gpu: np.ndarray, sim_values=None) -> Fit | None:
+def fit_and_cross_validate(ds: DataSet, rows: list[Row], gpu: np.ndarray) -> Fit | None:
     """Fit the data set's constants on all ``rows`` (reported), and leave-one-shape-out: each shape's
     rows predicted with constants fitted on the other shapes (scored)."""
     if ds.harness is None or not ds.fit_grid:
         return None
     meas = np.array([r.measured_us for r in rows])
-    ok = np.all(np.isfinite(gpu), axis=0) if gpu.ndim == 2 else np.isfinite(gpu)
-    consts = _grid_fit(ds, gpu, sim_values, meas, ok)
+    ok = np.isfinite(gpu).reshape(-1, len(rows)).all(axis=0)
+    consts = _grid_fit(ds, gpu, meas, ok)
     shape_of = np.array([r.shape for r in rows])
     cv = np.full(len(rows), np.nan)
     folds: dict[str, list[float]] = {n: [] for n in ds.fit_grid}
@@ -539,11 +563,11 @@ def fit_and_cross_validate(ds: DataSet, rows: list[Row], gpu: np.ndarray, sim_va
         train = ok & ~test
         if not train.any():
             continue
-        c = _grid_fit(ds, gpu, sim_values, meas, train)
+        c = _grid_fit(ds, gpu, meas, train)
         for n, v in c.items():
             folds[n].append(v)
-        cv[test] = _predict(ds, gpu[..., test], sim_values, {n: np.array([[v]]) for n, v in c.items()})[0]
-    fit_pred = _predict(ds, gpu, sim_values, {n: np.array([[v]]) for n, v in consts.items()})[0]
+        cv[test] = _predict(ds, gpu[..., test], {n: np.array([[v]]) for n, v in c.items()})[0]
+    fit_pred = _predict(ds, gpu, {n: np.array([[v]]) for n, v in consts.items()})[0]
     return Fit(consts, cv, fit_pred, Score.of(cv, meas),
                {n: (min(v), max(v)) if v else (float("nan"), float("nan")) for n, v in folds.items()})
 
@@ -571,15 +595,14 @@ class DataSetResult:
 
 
 def evaluate(ds: DataSet, rows: list[Row], sim: list[SimOutcome], subset: str) -> DataSetResult:
-    """Score ``rows``; ``sim`` holds their outcomes (for each value of ``ds.sim_fit``, in order)."""
+    """Score ``rows``; ``sim`` holds their outcomes, grid point by grid point of ``ds.sim_fit``
+    (row index fastest), as :func:`simulate_dataset` returns them."""
     from simulator.kernels.roofline import roofline
     n = len(rows)
-    nvar = len(ds.sim_fit[1]) if ds.sim_fit else 1
-    kernel = np.array([o.kernel_us if o.ok else np.nan for o in sim]).reshape(nvar, n) if n else np.zeros((nvar, 0))
+    shape = tuple(len(v) for v, _ in ds.sim_fit.values())
+    kernel = np.array([o.kernel_us if o.ok else np.nan for o in sim]).reshape(*shape, n)
     time_us = np.array([o.time_us if o.ok else np.nan for o in sim[:n]])
-    sim_values = np.asarray(ds.sim_fit[1], float) if ds.sim_fit else None
-    gpu = kernel if ds.sim_fit else kernel[0]
-    fit = fit_and_cross_validate(ds, rows, gpu, sim_values) if n else None
+    fit = fit_and_cross_validate(ds, rows, kernel) if n else None
     model = fit.cv_pred_us if fit is not None else time_us
     roof = np.array([roofline(r.config, r.arch).time_ns / 1e3 for r in rows])
     base = {b: np.array([r.baselines.get(b, np.nan) for r in rows]) for b in ds.baseline_names}
@@ -587,14 +610,16 @@ def evaluate(ds: DataSet, rows: list[Row], sim: list[SimOutcome], subset: str) -
 
 
 def simulate_dataset(ds: DataSet, rows: list[Row], **kw) -> list[SimOutcome]:
-    """Simulate ``rows`` (once per value of ``ds.sim_fit``, if any); outcomes in that order."""
+    """Simulate ``rows`` once per point of the product grid of ``ds.sim_fit`` (if any), grid points in
+    C order, rows fastest."""
     if not ds.sim_fit:
         return simulate_rows(rows, **kw)
-    name, values = ds.sim_fit
+    names = list(ds.sim_fit)
     variants = []
-    for v in values:
+    for point in np.ndindex(*(len(v) for v, _ in ds.sim_fit.values())):
+        values = {n: float(ds.sim_fit[n][0][i]) for n, i in zip(names, point, strict=True)}
         for r in rows:
-            arch = r.arch.with_overrides({name: float(v)}, origin=f"a value simulated to fit {name}")
+            arch = r.arch.with_overrides(values, origin="a value simulated to fit it")
             variants.append(Row(r.dataset, r.key, r.label, r.shape, r.row_class, r.config, arch, r.measured_us,
                                 r.baselines, r.est_events))
     return simulate_rows(variants, **kw)
