@@ -183,3 +183,21 @@ def test_gemm_model_own_predictions_reproduce_its_published_error(b200_rows):
     err = [abs(pred[r.index] / r.runtime_us - 1) for r in b200_rows]
     assert 100 * np.mean(err) == pytest.approx(15.0, abs=0.1)     # issue 10: 15.0% on all 640 rows
     assert math.isfinite(max(err))
+
+
+def test_simulate_and_cli_take_the_clock(capsys):
+    from simulator.engine import simulate
+    from simulator.views.cli import main
+    cfg = Sm100GemmConfig(m=512, n=512, k=512)
+    a = simulate(cfg, clock="max")
+    b = simulate(cfg, clock=1.0)
+    assert b.arch.clock_ghz.value == 1.0
+    # the model counts cycles; the clock only converts them (HBM/L2 are bytes per second, so a
+    # slower SM clock can only take fewer or equal cycles)
+    assert b.cycles <= a.cycles * 1.0001
+    assert b.time_ns - b.launch_overhead_ns == pytest.approx(b.cycles / 1.0)
+    assert main(["simulate", "--m", "512", "--n", "512", "--k", "512", "--clock", "sustained"]) == 0
+    out = capsys.readouterr().out
+    assert "clock              1.3 GHz (sustained:" in out
+    assert main(["simulate", "--m", "512", "--clock", "warp9"]) == 2
+    assert "clock='warp9'" in capsys.readouterr().err

@@ -251,8 +251,11 @@ def estimate_events(cfg) -> int:
 def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | None = None,
              trace: bool = False, trace_sms=None, count_events: bool = False,
              allow_protocol_experiments: bool = False, engine: str = "fast",
-             max_events: int | None = DEFAULT_MAX_EVENTS, progress=None) -> SimResult:
+             max_events: int | None = DEFAULT_MAX_EVENTS, progress=None, clock=None) -> SimResult:
     """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
+
+    ``clock``: the SM clock -- "max" (the arch's, default), "sustained" (a documented under-load
+    clock) or GHz (:func:`simulator.machine.clocks.with_clock`).
 
     ``allow_protocol_experiments`` (implied by non-default ``knobs``) relaxes the ``can_implement``
     rules that protect the protocol rather than the hardware (e.g. CUTLASS's ``Stages >= 2``), so
@@ -271,6 +274,9 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
         engine_note = f"fast engine on its {_native.status()}: same results, slower"
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     arch = arch if arch is not None else default_arch_for(cfg)
+    if clock is not None:
+        from simulator.machine.clocks import with_clock
+        arch = with_clock(arch, clock)
     if isinstance(cfg, Sm100GemmConfig) and arch.sm_version != 100:
         raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM100 kernel needs an SM100 arch (b200)")
     if isinstance(cfg, Sm90GemmConfig) and arch.sm_version != 90:

@@ -34,6 +34,7 @@ cdef class Cta:
     cdef public ClusterBarrier epilogue_throttle
     cdef public list clc_response
     cdef public double tc_free
+    cdef public double ingress_free
     cdef public tuple load_plan
     cdef public long long load_bytes
 

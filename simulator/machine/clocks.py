@@ -22,13 +22,13 @@ from simulator.machine.constants import Constant
 SUSTAINED_CLOCKS: dict[str, Constant] = {
     "H200": Constant(
         "clock_ghz", 1.30, "GHz",
-        "sustained: in-kernel clock (clock64 over %globaltimer) of our H200 GEMMs at 8192^3, medians "
+        "sustained: the in-kernel clock of our H200 GEMMs at 8192^3; clock64 over %globaltimer, medians "
         "1.281-1.322 GHz fp16/bf16 (validation/results/hw_vs_cublas.json, 2026-11-29)", "measured-here"),
     "B200": Constant(
         "clock_ghz", 1.30, "GHz",
-        "sustained: NOT a measured under-load clock -- the clock hbarclay/gemm-model locked its B200 "
-        "GEMM runs at (nvidia-smi -lgc 1300,1300), the only B200 GEMM data we score against; no "
-        "published B200 in-kernel clock under load was found", "datasheet"),
+        "sustained: the clock gemm-model's B200 runs were locked at, not a measured under-load clock; "
+        "hbarclay/gemm-model README: nvidia-smi -lgc 1300,1300 (the only B200 GEMM data we score "
+        "against); no published B200 in-kernel clock under load was found", "datasheet"),
 }
 
 CLOCK_CHOICES = ("max", "sustained")
@@ -75,11 +75,12 @@ def with_clock(arch: ArchSpec, clock: str | float | None) -> ArchSpec:
 
 
 def clock_label(arch: ArchSpec) -> str:
-    """How the arch's clock was chosen, for printing beside a time."""
+    """How the arch's clock was chosen, in a few words, for printing beside a time (the full source
+    is in the constants table)."""
     c = arch.clock_ghz
     if c.kind != "override":
         return f"{c.value:g} GHz (max: {c.source.split(' (')[0]})"
-    return f"{c.value:g} GHz ({c.source.split(' (was ')[0]})"
+    return f"{c.value:g} GHz ({c.source.split(' (was ')[0].split('; ')[0]})"
 
 
 __all__ = ["SUSTAINED_CLOCKS", "CLOCK_CHOICES", "parse_clock", "with_clock", "clock_label"]

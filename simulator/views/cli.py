@@ -120,6 +120,9 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
                        help=f"({'/'.join(o.replace('GemmConfig', '') for o in owners)})")
     s.add_argument("--arch-set", action="append", type=_kv, default=[], metavar="NAME=VALUE",
                    help="override an arch constant, e.g. clc_query_latency_cycles=800")
+    s.add_argument("--clock", default=None, metavar="GHz|max|sustained",
+                   help="SM clock: max (the spec clock, default), sustained (a documented clock under load, "
+                        "printed with its source) or a number of GHz")
     k = s.add_argument_group("protocol knobs (what if?)")
     k.add_argument("--arrival-count", action="append", type=_kv, default=[], metavar="PIPE.SIDE=N",
                    help="initialise a barrier with another arrival count, e.g. clc.empty=224")
@@ -192,6 +195,8 @@ COMMANDS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int]]] = {
               lambda args: _lazy("simulator.views.sweep_cli", "run_sweep_cmd")(args)),
     "tune": (lambda sub: _lazy("simulator.views.tune_cli", "add_tune_parser")(sub),
              lambda args: _lazy("simulator.views.tune_cli", "run_tune_cmd")(args)),
+    "accuracy": (lambda sub: _lazy("validation.accuracy", "add_accuracy_parser")(sub),
+                 lambda args: _lazy("validation.accuracy", "run_accuracy")(args)),
 }
 
 
@@ -245,6 +250,12 @@ def _resolve_arch(args, arch_table: dict, where: str) -> ArchSpec:
         cli[key] = _number("--arch-set", key, text)
     if cli:
         arch = arch.with_overrides(cli, origin="--arch-set")
+    clock = getattr(args, "clock", None)
+    if clock is not None:
+        from simulator.machine.clocks import with_clock
+        if "clock_ghz" in cli or "clock_ghz" in arch_table:
+            raise ConfigError(f"--clock {clock} and an arch override of clock_ghz: give the clock once")
+        arch = with_clock(arch, clock)
     return arch
 
 
