@@ -75,21 +75,23 @@ class OptionalBuildExt(build_ext):
             self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
+        # The record is what makes simulator/_native.py trust the extensions: remove it first, so
+        # that a build that fails (or compiles nothing) leaves the pure-Python modules in charge.
+        record = Path(self.get_ext_fullpath("simulator._native")).parent / native.BUILD_RECORD
+        record.unlink(missing_ok=True)
+        built = {e.name for e in self.extensions}
+        if built != set(native.HOT_MODULES):
+            return
         try:
             super().run()
         except Exception as e:  # noqa: BLE001 - no compiler, compiler error, ...: fall back
             _say(f"compiling the simulator core failed ({type(e).__name__}: {e}); "
                  "it runs as pure Python (same results, slower)")
             return
-        self._write_record()
-
-    def _write_record(self) -> None:
-        """Record what was compiled, next to the extensions (simulator/_native.py checks it)."""
-        record = {"modules": {name: native.source_digest(name, ROOT) for name in native.HOT_MODULES}}
-        out = Path(self.get_ext_fullpath(native.HOT_MODULES[0])).parents[1] / native.BUILD_RECORD
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(record, indent=1) + "\n")
-        _say(f"compiled the simulator core ({len(native.HOT_MODULES)} modules); record in {out}")
+        digests = {name: native.source_digest(name, ROOT) for name in native.HOT_MODULES}
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"modules": digests}, indent=1) + "\n")
+        _say(f"compiled the simulator core ({len(digests)} modules); record in {record}")
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})

@@ -27,6 +27,7 @@ from pathlib import Path
 #: The modules compiled by setup.py (dotted names), all or none loaded compiled.
 HOT_MODULES = (
     "simulator.engine.fast_env",
+    "simulator.protocol.clock",
     "simulator.protocol.mbarrier",
     "simulator.protocol.pipeline",
     "simulator.machine.memory",

@@ -1,6 +1,8 @@
 # Cython declarations for fast_env.py (compiled when a C compiler is available; see setup.py).
 cimport cython
 
+from simulator.protocol.clock cimport EventLoop
+
 cdef int _PRIORITY_SHIFT
 cdef bint COMPILED
 
@@ -19,16 +21,14 @@ cdef class FastEvent:
     cdef public long long _key
 
 
-@cython.final
-cdef class FastEnv:
-    cdef public double _now
+cdef class FastEnv(EventLoop):
     cdef public list _queue
     cdef public long long _seq
     cdef public long long events_processed
     cdef public object max_events
     cdef public object progress
     cdef public long long progress_every
-    cpdef FastEvent event(self)
+    cpdef object event(self)
     cdef void _push(self, FastEvent ev, double t, int priority)
     cdef FastEvent _pop(self)
     @cython.locals(q=list, pos=Py_ssize_t, parent_pos=Py_ssize_t, parent=FastEvent)
@@ -36,7 +36,7 @@ cdef class FastEnv:
     @cython.locals(q=list, last=FastEvent, top=FastEvent, c=FastEvent, r=FastEvent, n=Py_ssize_t,
                    pos=Py_ssize_t, child=Py_ssize_t, right=Py_ssize_t)
     cdef FastEvent _sift_pop(self)
-    cpdef schedule(self, FastEvent event, int priority=*, double delay=*)
+    cpdef schedule(self, object event, int priority=*, double delay=*)
     cpdef FastEvent timeout(self, double delay, object value=*)
     cpdef call_later(self, double delay, object fn, tuple args)
     cpdef FastEvent process(self, object generator)

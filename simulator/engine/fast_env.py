@@ -30,6 +30,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from simulator.errors import SimulationLimitError
+from simulator.protocol.clock import EventLoop
 
 #: SimPy's priorities (``simpy.events.URGENT`` / ``NORMAL``).
 URGENT = 0
@@ -70,7 +71,7 @@ class FastEvent:
         return self
 
 
-class FastEnv:
+class FastEnv(EventLoop):
     """The subset of ``simpy.Environment`` the kernel models use, with SimPy's event order.
 
     ``max_events`` stops a run that processes more events (:class:`SimulationLimitError`);
@@ -78,17 +79,13 @@ class FastEnv:
     """
 
     def __init__(self, max_events: int | None = None, progress=None, progress_every: int = 1 << 16) -> None:
-        self._now = 0.0
+        super().__init__()
         self._queue: list = []
         self._seq = 0
         self.events_processed = 0
         self.max_events = max_events
         self.progress = progress
         self.progress_every = progress_every
-
-    @property
-    def now(self) -> float:
-        return self._now
 
     def event(self) -> FastEvent:
         return FastEvent(self)
@@ -152,6 +149,7 @@ class FastEnv:
 
     # -- scheduling (the simpy.Environment interface) -----------------------------------------
     def schedule(self, event: FastEvent, priority: int = NORMAL, delay: float = 0.0) -> None:
+        """Trigger ``event`` ``delay`` cycles from now."""
         self._push(event, self._now + delay, priority)
 
     def timeout(self, delay: float, value=None) -> FastEvent:

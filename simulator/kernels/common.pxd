@@ -1,4 +1,14 @@
 # Cython declarations for common.py (compiled when a C compiler is available; see setup.py).
+cimport cython
+
+from simulator.protocol.clock cimport EventLoop
+
+
+@cython.final
+cdef class _WaitTotal:
+    cdef public double cycles
+
+
 cdef class RunStats:
     cdef public dict wait_cycles
     cdef public dict role_cycles
@@ -18,6 +28,7 @@ cdef class RoleBase:
     cdef public object cta
     cdef public object k
     cdef public object env
+    cdef EventLoop _loop
     cdef public str who
     cdef public object tr
     cdef public RunStats stats
@@ -25,4 +36,5 @@ cdef class RoleBase:
     cdef public object start_cycle
     cdef public str stat_name
     cdef public dict wait_acc
+    @cython.locals(loop=EventLoop, now=double, acc=_WaitTotal)
     cpdef _waited(self, str barrier, int stage, double t0, object tile=*, int k_block=*)

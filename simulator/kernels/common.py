@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from simulator.protocol.clock import EventLoop
+
 NUM_THREADS_PER_WARP = 32
 
 
@@ -35,6 +37,15 @@ class Cluster:
         self.ctas: list = []
 
 
+class _WaitTotal:
+    """Cycles one role has waited on one barrier kind (a mutable cell: one lookup per wait)."""
+
+    __slots__ = ("cycles",)
+
+    def __init__(self) -> None:
+        self.cycles = 0.0
+
+
 class RoleBase:
     """Base of the warp-role processes: waiting with bookkeeping, tracing, lifetime accounting.
 
@@ -51,6 +62,7 @@ class RoleBase:
         self.cta = cta
         self.k = cta.kernel
         self.env = cta.env
+        self._loop = self.env if isinstance(self.env, EventLoop) else None   # the fast engine's loop
         self.who = f"CTA{cta.cluster.index}.{cta.rank}/{self.name}"
         self.tr = self.k.trace if (self.k.trace is not None and self.k.traced(cta.sm)) else None
         self.stats = self.k.stats
@@ -59,13 +71,16 @@ class RoleBase:
         # Statistics key; a model may refine it (e.g. the idle MMA warp of a 2-SM peer CTA).
         self.stat_name = self.name
         # Wait cycles per barrier kind, merged into the run statistics when the role finishes.
-        self.wait_acc: dict[str, float] = {}
+        self.wait_acc: dict[str, _WaitTotal] = {}
 
     def _waited(self, barrier: str, stage: int, t0: float, tile=None, k_block: int = -1) -> None:
         """Account a finished wait (and trace it): ``barrier`` is the barrier kind, e.g. ``mainloop.full``."""
-        now = self.env._now
-        acc = self.wait_acc
-        acc[barrier] = acc.get(barrier, 0.0) + (now - t0)
+        loop = self._loop
+        now = loop._now if loop is not None else self.env._now
+        acc = self.wait_acc.get(barrier)
+        if acc is None:
+            acc = self.wait_acc[barrier] = _WaitTotal()
+        acc.cycles += now - t0
         if self.tr is not None and now > t0:
             c = self.cta
             self.tr.add(c.sm, c.rank, c.cluster.index, self.name, "wait", t0, now, tile=tile,
@@ -95,8 +110,8 @@ class RoleBase:
         end = self.env.now
         s = self.stats
         key = self.stat_name
-        for barrier, cycles in self.wait_acc.items():
-            s.add_wait(key, barrier, cycles)
+        for barrier, acc in self.wait_acc.items():
+            s.add_wait(key, barrier, acc.cycles)
         s.role_cycles[key] = s.role_cycles.get(key, 0.0) + (end - self.start_cycle)
         s.role_count[key] = s.role_count.get(key, 0) + 1
         if end > s.end_cycle:

@@ -37,7 +37,10 @@ cdef class EpilogueLoad(Role):
 
 
 cdef class Consumer(Role):
-    pass
+    cdef public list release_targets
+    cdef public long release_count
+    cdef public bint releases_mainloop
+    cpdef consumer_release(self, PipelineState state)
 
 
 cdef class Sm90GemmTmaWarpSpecialized:

@@ -410,6 +410,7 @@ class Consumer(Role):
         c = k.counts["mainloop"].consumer
         wgs = NUM_MMA_WARPGROUPS if not self.pingpong else 1
         self.release_count = max(1, c // (len(self.release_targets) * wgs))
+        self.releases_mainloop = k.knobs.releases("mainloop")
         # TMA store pipeline of the store thread (PipelineTmaStore: bulk groups, no mbarrier).
         self.stores: list[float] = []     # SMEM read-out times of stores possibly still reading
         self.last_write = 0.0             # when the latest-finishing store is written
@@ -522,8 +523,9 @@ class Consumer(Role):
     def consumer_release(self, state: PipelineState) -> None:
         """PipelineTmaAsync::consumer_release: an arrival on the empty barrier of every CTA whose
         multicast fed this stage (this CTA's cluster row and column)."""
-        if self.k.knobs.releases("mainloop"):
-            self.cta.mainloop.consumer_release_to(state, self.release_targets, self.who, self.release_count)
+        if self.releases_mainloop:
+            cta: Cta = self.cta
+            cta.mainloop.consumer_release_to(state, self.release_targets, self.who, self.release_count)
 
     # -- epilogue ---------------------------------------------------------------------------
     def epilogue(self, tile, ld_state: PipelineState):

@@ -1,6 +1,8 @@
 # Cython declarations for mbarrier.py (compiled when a C compiler is available; see setup.py).
 cimport cython
 
+from simulator.protocol.clock cimport EventLoop
+
 
 @cython.final
 @cython.freelist(64)
@@ -24,6 +26,7 @@ cdef class _LaterOp:
 
 cdef class MBarrier:
     cdef public object env
+    cdef EventLoop _loop
     cdef public str name
     cdef public long expected
     cdef public long _pending
@@ -42,6 +45,12 @@ cdef class MBarrier:
     cdef public long _unwoken
 
     cpdef bint test_wait(self, long parity)
+    @cython.locals(loop=EventLoop)
+    cdef double _time(self)
+    @cython.locals(loop=EventLoop)
+    cdef object _new_event(self)
+    @cython.locals(loop=EventLoop)
+    cdef void _wake(self, object ev, double delay)
     cpdef arrive(self, long count=*, str who=*, object round=*)
     @cython.locals(pending=long, take=long)
     cpdef _arrive_now(self, long count, str who, object round)
@@ -59,7 +68,7 @@ cdef class MBarrier:
     cpdef object _predict(self)
     @cython.locals(cur=long, predicted=bint, t=double, w=_Wait)
     cpdef _schedule_waiters(self)
-    @cython.locals(done=long, at=double, delay=double, w=_Wait, keep=list, waiters=list)
+    @cython.locals(done=long, now=double, at=double, delay=double, w=_Wait, keep=list, waiters=list)
     cpdef _complete_phase(self)
     cpdef _violation(self, str who, long round)
     cpdef object wait(self, long parity, str who)

@@ -36,6 +36,8 @@ from typing import NamedTuple
 import simpy
 from simpy.events import NORMAL, Event
 
+from simulator.protocol.clock import EventLoop
+
 #: How many protocol violations one barrier keeps (the count goes on).
 MAX_RECORDED_VIOLATIONS = 8
 
@@ -96,7 +98,7 @@ class MBarrier:
     ``"MainloopLoad (arrive_and_expect_tx) + TMA bytes"``.
     """
 
-    __slots__ = ("env", "name", "expected", "_pending", "_tx", "_phase", "_waiters", "owed_by",
+    __slots__ = ("env", "_loop", "name", "expected", "_pending", "_tx", "_phase", "_waiters", "owed_by",
                  "wake_latency", "violations", "violation_count", "arrivals_total", "tx_total",
                  "phase_done_at", "_future", "_op_time", "_unwoken")
 
@@ -105,6 +107,8 @@ class MBarrier:
         if count <= 0:
             raise ValueError(f"mbarrier {name}: arrival count {count} must be positive (PTX mbarrier.init)")
         self.env = env
+        # The fast engine's loop, reached directly when compiled (SimPy's environment: None).
+        self._loop = env if isinstance(env, EventLoop) else None
         self.name = name
         self.expected = count
         self._pending = count
@@ -158,6 +162,25 @@ class MBarrier:
     def waiters(self) -> tuple[Waiter, ...]:
         """Roles blocked on this barrier that nothing is going to wake yet."""
         return tuple(Waiter(w.who, w.parity, w.since, w.event) for w in self._waiters if not w.woken)
+
+    # -- the event loop ----------------------------------------------------------------------
+    def _time(self) -> float:
+        loop = self._loop
+        return loop._now if loop is not None else self.env._now
+
+    def _new_event(self):
+        loop = self._loop
+        return loop.event() if loop is not None else self.env.event()
+
+    def _wake(self, ev, delay: float) -> None:
+        """Trigger a waiter's event ``delay`` cycles from now (the waiting role resumes then)."""
+        loop = self._loop
+        if loop is not None:
+            loop.schedule(ev, NORMAL, delay)
+        else:
+            ev._ok = True
+            ev._value = None
+            self.env.schedule(ev, NORMAL, delay)
 
     # -- arrivals --------------------------------------------------------------------------
     def arrive(self, count: int = 1, who: str = "", round: int | None = None) -> None:
@@ -222,14 +245,14 @@ class MBarrier:
     # -- arrivals and bytes that take effect later ----------------------------------------
     def arrive_at(self, t: float, count: int = 1, who: str = "", round: int | None = None) -> None:
         """``count`` arrivals that happen at cycle ``t`` (now or later)."""
-        if t <= self.env._now:
+        if t <= self._time():
             self.arrive(count, who, round)
             return
         self._later(_LaterOp(t, 0, count, who, round))
 
     def complete_tx_at(self, t: float, nbytes: int) -> None:
         """``nbytes`` that land at cycle ``t`` (now or later)."""
-        if t <= self.env._now:
+        if t <= self._time():
             self.complete_tx(nbytes)
             return
         self._later(_LaterOp(t, 1, nbytes, "", None))
@@ -251,7 +274,7 @@ class MBarrier:
     def _sync(self, until: float | None = None) -> None:
         """Apply the later arrivals and bytes whose time has come, in time order."""
         f = self._future
-        now = self.env._now if until is None else until
+        now = self._time() if until is None else until
         while f:
             op = f[0]
             if op.t > now:
@@ -287,7 +310,6 @@ class MBarrier:
         cur = self._phase & 1
         predicted = False
         t = 0.0
-        env = self.env
         for w in self._waiters:
             if w.parity == cur and not w.woken:
                 if not predicted:
@@ -296,10 +318,7 @@ class MBarrier:
                         return
                     t = when
                     predicted = True
-                ev = w.event
-                ev._ok = True
-                ev._value = None
-                env.schedule(ev, NORMAL, max(0.0, t + self.wake_latency - env._now))
+                self._wake(w.event, max(0.0, t + self.wake_latency - self._time()))
                 w.woken = True
                 self._unwoken -= 1
 
@@ -308,20 +327,17 @@ class MBarrier:
         self._phase += 1
         self._pending = self.expected
         self._tx = 0
-        env = self.env
-        at = env._now if self._op_time is None else self._op_time
+        now = self._time()
+        at = now if self._op_time is None else self._op_time
         self.phase_done_at = at
         waiters = self._waiters
         if waiters:
             keep = None
-            delay = max(0.0, at + self.wake_latency - env._now)
+            delay = max(0.0, at + self.wake_latency - now)
             for w in waiters:
                 if w.parity == done:
                     if not w.woken:          # not already woken at the predicted completion
-                        ev = w.event
-                        ev._ok = True
-                        ev._value = None
-                        env.schedule(ev, NORMAL, delay)
+                        self._wake(w.event, delay)
                         self._unwoken -= 1
                 else:
                     if keep is None:
@@ -341,8 +357,8 @@ class MBarrier:
             self._sync()
         if (self._phase & 1) != parity:
             return None
-        ev = self.env.event()
-        self._waiters.append(_Wait(who, parity, self.env._now, ev))
+        ev = self._new_event()
+        self._waiters.append(_Wait(who, parity, self._time(), ev))
         self._unwoken += 1
         if self._future:
             self._schedule_waiters()

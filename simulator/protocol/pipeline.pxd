@@ -4,6 +4,11 @@ cimport cython
 from simulator.protocol.mbarrier cimport MBarrier
 
 
+cpdef _arrive_kw(MBarrier bar, long count, str who, object round)
+@cython.locals(bar=MBarrier)
+cpdef _arrive_all(list bars, long count, str who, object round)
+
+
 cdef class PipelineState:
     cdef public long stages
     cdef public long index
@@ -39,6 +44,9 @@ cdef class PipelineAsync(Pipeline):
 
 
 cdef class PipelineTmaAsync(Pipeline):
+    cpdef consumer_release_to(self, PipelineState state, object dst_ranks, str who, long count=*)
+    @cython.locals(bar=MBarrier, peer=Pipeline, r=long, remote=list)
+    cpdef release_stage(self, long index, long round, object dst_ranks, str who, long count=*)
     @cython.locals(bar=MBarrier)
     cpdef producer_acquire_expect(self, PipelineState state, str who, bint is_leader=*, object nbytes=*)
     @cython.locals(bar=MBarrier, peer=Pipeline, lat=double, r=long)

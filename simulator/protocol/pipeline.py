@@ -165,12 +165,12 @@ class Pipeline:
 
 
 def _arrive_kw(bar: MBarrier, count: int, who: str, round: int) -> None:
-    bar.arrive(count, who=who, round=round)
+    bar.arrive(count, who, round)
 
 
-def _arrive_all(bars, count: int, who: str, round: int) -> None:
+def _arrive_all(bars: list, count: int, who: str, round: int) -> None:
     for bar in bars:
-        bar.arrive(count, who=who, round=round)
+        bar.arrive(count, who, round)
 
 
 class PipelineAsync(Pipeline):
@@ -199,7 +199,7 @@ class PipelineTmaAsync(Pipeline):
         """No-op: the TMA unit's complete-tx completes the phase."""
 
     def consumer_release_to(self, state: PipelineState, dst_ranks, who: str, count: int = 1) -> None:
-        self.release_stage(state.index, state.round, dst_ranks, who, count)
+        self.release_stage(state.index, state.count // state.stages, dst_ranks, who, count)
 
     def release_stage_at(self, t: float, index: int, round: int, dst_ranks, who: str, count: int = 1) -> None:
         """``release_stage`` that happens at cycle ``t`` (an MMA commit when the MMAs complete):
@@ -213,13 +213,17 @@ class PipelineTmaAsync(Pipeline):
     def release_stage(self, index: int, round: int, dst_ranks, who: str, count: int = 1) -> None:
         """Arrive on ``empty[index]`` of each CTA in ``dst_ranks``: this CTA's at once, the others
         (one multicast) after the remote latency."""
-        remote = []
+        remote = None
         for r in dst_ranks:
+            peer = self.peers[r]
+            bar = peer.empty[index]
             if r == self.rank or self.remote_latency <= 0:
-                self.peers[r].empty[index].arrive(count, who=who, round=round)
+                bar.arrive(count, who, round)
             else:
-                remote.append(self.peers[r].empty[index])
-        if remote:
+                if remote is None:
+                    remote = []
+                remote.append(bar)
+        if remote is not None:
             call_at(self.env, self.remote_latency, _arrive_all, remote, count, who, round)
 
 

@@ -1,0 +1,5 @@
+# Cython declarations for clock.py (compiled when a C compiler is available; see setup.py).
+cdef class EventLoop:
+    cdef public double _now
+    cpdef object event(self)
+    cpdef schedule(self, object event, int priority=*, double delay=*)
