@@ -1,75 +1,50 @@
-"""How close is the SM90 model to the H200? Every measured kernel time we have, against the model.
+"""How close is the model to measured GEMM times? Every row, beside the roofline (and a published model).
 
-For each uninstrumented hardware-kernel timing in ``validation/results/hw_vs_cublas.json`` (median
-of many launches, alternating with cuBLAS on the same random-normal inputs), the SM90 model is run
-for the same config with ``clock_ghz`` set to the effective SM clock read inside the kernel in the
-same alternation (clock64 over %globaltimer); every other constant is the published or
-microbenchmarked one. Printed: simulated / measured kernel time per row, and the spread.
+A per-row view of what ``wsim accuracy`` scores (validation/accuracy.py does the work: the same
+data sets, configs, clocks, harness model and leave-one-shape-out fitted constants): for each
+measured row, the model's prediction, the wave-quantised roofline at the same clock and, for the
+B200 rows, hbarclay/gemm-model's own prediction, each as predicted / measured.
 
-    python benchmarks/model_accuracy.py            # all rows (8192^3 rows take ~20 s each to simulate)
-    python benchmarks/model_accuracy.py --quick    # only problems up to 4096^3
+    python benchmarks/model_accuracy.py --data h200            # our H200 timings
+    python benchmarks/model_accuracy.py --data b200 --quick    # gemm-model's B200 fp16 rows, a subset
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-from pathlib import Path
 
-from hw_kernels.host import KernelConfig
-from simulator.engine import simulate
-from simulator.kernels.sm90_config import Sm90GemmConfig
-from simulator.machine.arch import ArchSpec
-from validation.compare import sim_config_from_measured
+import numpy as np
 
-RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results" / "hw_vs_cublas.json"
-def config_of(name: str, dtype: str, m: int, n: int, k: int) -> Sm90GemmConfig | None:
-    """The Sm90GemmConfig of a hardware-kernel name (KernelConfig.name()), or None for names that
-    are not plain kernel timings (cuBLAS, instrumented variants)."""
-    kc = KernelConfig.from_name(name)
-    if kc is None:
-        return None
-    return sim_config_from_measured({"config": kc.asdict(), "dtype": dtype,
-                                     "problem": {"m": m, "n": n, "k": k, "l": 1}})
+from validation.accuracy import DATASETS, Score, SimCache, evaluate, quick_subset, simulate_dataset
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="skip problems larger than 4096^3")
+    ap.add_argument("--data", choices=sorted(DATASETS), default="h200")
+    ap.add_argument("--quick", action="store_true", help="a stratified subset (see wsim accuracy --quick)")
+    ap.add_argument("--budget", type=float, default=25.0, help="with --quick: millions of estimated events")
+    ap.add_argument("--jobs", type=int, default=0)
     args = ap.parse_args()
-    data = json.loads(RESULTS.read_text())
-    env = data["env"]
-    print(f"measured: {env.get('device')}, driver {env.get('driver')}, nvidia-cutlass-dsl "
-          f"{env.get('nvidia_cutlass_dsl')}, {env.get('date_utc')}")
-    print(f"{'dtype':<5} {'M x N x K':<18} {'kernel':<32} {'clock':>6} {'measured us':>12} {'simulated us':>13} "
-          f"{'sim/meas':>9}")
-    ratios = []
-    seen = set()
-    for row in data["bench"]:
-        m, n, k, dtype = row["m"], row["n"], row["k"], row["dtype"]
-        if args.quick and m * n * k > 4096 ** 3:
-            continue
-        clk = (row.get("in_kernel_clock") or {}).get("median_ghz")
-        if not clk:
-            continue
-        arch = ArchSpec.h200().with_overrides({"clock_ghz": clk}, origin="in-kernel clock of this measurement")
-        for name, res in row["results"].items():
-            cfg = config_of(name, dtype, m, n, k)
-            if cfg is None or (name, dtype, m, n, k) in seen:
-                continue
-            seen.add((name, dtype, m, n, k))
-            sim = simulate(cfg, arch)
-            meas_us = res["ms_median"] * 1e3
-            ratio = sim.time_ns / 1e3 / meas_us
-            ratios.append(ratio)
-            print(f"{dtype:<5} {f'{m}x{n}x{k}':<18} {name:<32} {clk:6.3f} {meas_us:12.1f} {sim.time_ns / 1e3:13.1f} "
-                  f"{ratio:9.3f}")
-    if ratios:
-        print(f"\n{len(ratios)} timings: sim/meas median {statistics.median(ratios):.3f}, "
-              f"min {min(ratios):.3f}, max {max(ratios):.3f}")
-    print("constants: H200 spec as printed by `wsim simulate --arch h200`, clock_ghz overridden per row; "
-          "launch overhead estimate included in the simulated time")
+    ds = DATASETS[args.data](None)
+    rows = quick_subset(ds.rows, int(args.budget * 1e6)) if args.quick else ds.rows
+    if not rows:
+        print(f"no rows: {'; '.join(ds.skipped)}")
+        return
+    print(f"{ds.title}\nsource: {ds.source}\n")
+    res = evaluate(ds, rows, simulate_dataset(ds, rows, jobs=args.jobs, cache=SimCache()), f"{len(rows)} rows")
+    names = list(res.predictors())
+    print(f"{'row':<44} {'class':<24} {'measured us':>11} " + " ".join(f"{n + '/meas':>15}" for n in names))
+    for i, r in enumerate(rows):
+        ratios = " ".join(f"{p[i] / r.measured_us:15.3f}" for p in res.predictors().values())
+        print(f"{r.label:<44} {r.row_class:<24} {r.measured_us:11.1f} {ratios}")
+    print()
+    for n, p in res.predictors().items():
+        s = Score.of(p, res.measured_us)
+        print(f"{n:<12} {s.n} rows: MAPE {s.mape:.1f}%, max {s.max_err:.1f}%, bias {s.bias:+.1f}%, "
+              f"Spearman {s.spearman:.3f}, pred/meas median {np.nanmedian(p / res.measured_us):.3f}")
+    if res.fit is not None:
+        print("wsim is scored leave-one-shape-out; fitted on all rows: "
+              + ", ".join(f"{k} = {v:g} [fitted]" for k, v in res.fit.constants.items()))
 
 
 if __name__ == "__main__":

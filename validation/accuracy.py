@@ -54,8 +54,12 @@ from simulator.machine.arch import ArchSpec
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "validation" / "results"
 CACHE_DIR = ROOT / "out" / "accuracy-cache"
-#: Source folders whose code determines a simulated result (the cache key hashes them).
+#: Source folders whose code determines a simulated result (the cache key hashes them). The arch
+#: constants are not code: every constant's value is in each row's key (so arch.py and clocks.py,
+#: which only hold and choose values, are left out and a changed default re-simulates only the rows
+#: that use it).
 MODEL_SOURCES = ("simulator/kernels", "simulator/machine", "simulator/protocol", "simulator/engine")
+MODEL_SOURCES_SKIP = ("simulator/machine/arch.py", "simulator/machine/clocks.py")
 
 
 # ==================================================================================== data model
@@ -323,6 +327,8 @@ def model_hash() -> str:
     h = hashlib.sha1()
     for folder in MODEL_SOURCES:
         for p in sorted((ROOT / folder).rglob("*.py")):
+            if str(p.relative_to(ROOT)) in MODEL_SOURCES_SKIP:
+                continue
             h.update(str(p.relative_to(ROOT)).encode())
             h.update(p.read_bytes())
     return h.hexdigest()[:16]
@@ -768,7 +774,7 @@ def run_accuracy(args) -> int:
         log(f"{name}: {len(rows)} row(s)" + (f"; skipped: {ds.skipped[0]}" if ds.skipped and not rows else ""))
         sim = simulate_dataset(ds, rows, jobs=args.jobs, cache=cache, engine=args.engine, log=log) if rows else []
         results.append(evaluate(ds, rows, sim, subset))
-    command = "wsim accuracy " + " ".join(a for a in (sys.argv[2:] if len(sys.argv) > 2 else []))
+    command = getattr(args, "command_line", None) or ("wsim accuracy " + " ".join(sys.argv[2:]))
     text = format_report(results, command=command.strip())
     print(text)
     if args.out:
@@ -789,7 +795,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m validation.accuracy", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command")
     add_accuracy_parser(sub)
-    args = p.parse_args(["accuracy", *(sys.argv[1:] if argv is None else argv)])
+    argv = sys.argv[1:] if argv is None else argv
+    args = p.parse_args(["accuracy", *argv])
+    args.command_line = "python -m validation.accuracy " + " ".join(argv)
     return run_accuracy(args)
 
 

@@ -26,6 +26,9 @@ from simulator.machine.constants import Constant
 _SEMI = "SemiAnalysis microbench-blackwell"
 _LUO = "Luo et al. IPDPS'24 (arXiv 2402.13499)"
 _LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
+#: Where the B200 constants fitted to hbarclay/gemm-model's fp16 rows come from (wsim accuracy).
+_FIT = ("fitted by `wsim accuracy --data b200 --quick` to hbarclay/gemm-model's B200 fp16 rows (its 13-shape, "
+        "208-row subset; see validation/results/accuracy.md), leave-one-shape-out cross-validated MAPE 9.8%")
 _SEMI_MCAST = "SemiAnalysis microbench-blackwell tma2dmcast_throughput/tma2dmcast_sweep_results.csv"
 _MICRO = "validation/results/h200_microbench.json (python -m validation.microbench, 2026-11-29)"
 #: The v2 microbenchmarks (one per SM90 timing constant); a source names the key in its "quantities".
@@ -235,24 +238,26 @@ class ArchSpec:
                 "not published: 4 epilogue warps (one per scheduler) x 32 lanes x ~1 element/clk "
                 "(packed cvt = 2 elems/instr, shared with scale and st.shared issue)",
                 "estimate"),
-            launch_overhead_ns=C("launch_overhead_ns", 4000, "ns",
-                                 "not published for this kernel: typical launch+event overhead ~4 us",
-                                 "estimate"),
+            launch_overhead_ns=C("launch_overhead_ns", 5400, "ns",
+                                 f"{_FIT}; GPU time per launch the simulation does not cover (grid launch, "
+                                 "barrier init, TMEM alloc, teardown, gap between back-to-back kernels)",
+                                 "fitted"),
             max_cluster_size=C("max_cluster_size", 16, "CTAs", _CUDA_GUIDE_CLUSTERS + "; non-portable max",
                                "datasheet"),
             tma_load_bytes_per_clk_per_sm=C(
-                "tma_load_bytes_per_clk_per_sm", 96.0, "B/clk/SM",
-                f"estimate: TMA bytes landing in one SM's SMEM per cycle under full load; {_SEMI_MCAST} reached "
-                "58 (16.86 TB/s over 148 SMs at 1.961 GHz), but gemm-model's 256x256 rows run at 98% of peak, "
-                "which needs >= 64", "estimate"),
+                "tma_load_bytes_per_clk_per_sm", 83.2, "B/clk/SM",
+                f"{_FIT}; TMA bytes landing in one SM's SMEM per cycle under full load (not published: "
+                f"{_SEMI_MCAST} reached 58, one CTA per SM; gemm-model's 256x256 rows at 98% of peak need >= 64)",
+                "fitted"),
             gpc_count=C("gpc_count", 8, "GPCs",
                         "derived: 2 dies x 4 GPCs of 10 TPCs (80 SMs per die, chipsandcheese 'Nvidia's B200'); 74 "
                         "TPCs enabled, assumed spread as evenly as possible (2 GPCs of 10 TPCs, 6 of 9); the "
                         "per-chip distribution is not published", "estimate"),
             epilogue_subtile_sync_cycles=C(
-                "epilogue_subtile_sync_cycles", 0, "cycles",
-                "not published: per epilogue subtile, the fence and named-barrier syncs around the TMA store "
-                "issue (not modelled: 0)", "estimate"),
+                "epilogue_subtile_sync_cycles", 500, "cycles",
+                f"{_FIT}; per epilogue subtile, the fence, two named-barrier syncs and TMA-store issue/wait of "
+                "the CuTe-DSL epilogue beyond the modelled TMEM load, conversion and SMEM write (not published)",
+                "fitted"),
         )
 
 

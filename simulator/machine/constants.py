@@ -3,14 +3,16 @@
 Every number the model uses to turn work into time is a :class:`Constant`: it has a name, a unit,
 a value and the source it came from, and is printed with every result that used it. Sources are
 one of :data:`SOURCE_KINDS`; an ``estimate`` is a number nobody has published or measured yet and
-is said to be one wherever it is printed.
+is said to be one wherever it is printed; a ``fitted`` constant was fitted to measured rows, and its
+source names the rows and its cross-validated error (``wsim accuracy``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-SOURCE_KINDS = ("datasheet", "paper", "microbenchmark", "measured-here", "cutlass", "estimate", "override")
+SOURCE_KINDS = ("datasheet", "paper", "microbenchmark", "measured-here", "cutlass", "estimate", "fitted",
+                "override")
 
 
 @dataclass(frozen=True, slots=True)
