@@ -33,6 +33,7 @@ MODULE_DIRECTIVES = {
     "simulator.kernels.sm100_tma_ws": {"annotation_typing": True},
     "simulator.kernels.sm90_tma_ws": {"annotation_typing": True},
     "simulator.engine.fast_env": {"boundscheck": False, "wraparound": False},
+    "simulator.machine.memory": {"wraparound": False},
 }
 #: No fused multiply-add contraction: C doubles must round exactly as Python floats do.
 CFLAGS = ["-O2", "-ffp-contract=off"]

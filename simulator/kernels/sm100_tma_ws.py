@@ -744,9 +744,10 @@ class Sm100GemmTmaWarpSpecialized:
         atom = cfg.atom_thr_m
         a_block = m_tile * atom + half
         kt = cfg.k_tiles
-        key = self.mem.key_block
-        return (key(("A", l_idx, a_block, cta.cy), kt), self._in_bounds_a(a_block, a_slice),
-                key(("B", l_idx, n_tile * atom + half, cta.cx // atom), kt), self._in_bounds_b(n_tile, b_slice))
+        mem = self.mem
+        return (mem.key_block(("A", l_idx, a_block, cta.cy), kt), self._in_bounds_a(a_block, a_slice),
+                mem.key_block(("B", l_idx, n_tile * atom + half, cta.cx // atom), kt),
+                self._in_bounds_b(n_tile, b_slice))
 
     def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> None:
         """The TMA loads one CTA issues for one K-block; their bytes complete-tx on the full

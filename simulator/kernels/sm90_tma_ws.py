@@ -662,9 +662,9 @@ class Sm90GemmTmaWarpSpecialized:
         m_tile, n_tile, l_idx = tile
         a_bytes = _in_bounds(self.a_slice, cfg.m - m_tile * cfg.tile_m, cfg.tile_m)
         b_bytes = _in_bounds(self.b_slice, cfg.n - n_tile * cfg.cta_tile_n, cfg.cta_tile_n)
-        key = self.mem.key_block
-        return (key(("A", l_idx, m_tile, cta.cy), self.k_tiles), a_bytes,
-                key(("B", l_idx, n_tile, cta.cx), self.k_tiles), b_bytes)
+        mem = self.mem
+        return (mem.key_block(("A", l_idx, m_tile, cta.cy), self.k_tiles), a_bytes,
+                mem.key_block(("B", l_idx, n_tile, cta.cx), self.k_tiles), b_bytes)
 
     def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> None:
         """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to

@@ -24,8 +24,13 @@ cdef class MemorySystem:
     cdef public long long _l2_capacity
     cdef public Channel hbm
     cdef public Channel l2
-    cdef public object _lru
     cdef public long long _lru_bytes
+    cdef public object _prev_arr
+    cdef public object _next_arr
+    cdef public object _size_arr
+    cdef long long[::1] _prev
+    cdef long long[::1] _next
+    cdef long long[::1] _size
     cdef public long long hbm_read_bytes
     cdef public long long hbm_write_bytes
     cdef public long long l2_hits
@@ -33,7 +38,13 @@ cdef class MemorySystem:
     cdef public long long load_bytes
     cdef public dict _key_blocks
     cdef public object _next_key
-    @cython.locals(end=double, b=cython.longlong)
+    cpdef object key_block(self, tuple name, long long size)
+    cdef void _reserve_slots(self, Py_ssize_t slots)
+    @cython.locals(prev=cython.longlong[::1], nxt=cython.longlong[::1], p=Py_ssize_t, n=Py_ssize_t)
+    cdef void _unlink(self, Py_ssize_t slot)
+    @cython.locals(prev=cython.longlong[::1], nxt=cython.longlong[::1], last=Py_ssize_t)
+    cdef void _push_most_recent(self, Py_ssize_t slot)
+    @cython.locals(end=double, slot=Py_ssize_t, old=Py_ssize_t, size=cython.longlong[::1], nxt=cython.longlong[::1])
     cpdef double load(self, double now, object key, long long nbytes)
     @cython.locals(end=double)
     cpdef double store(self, double now, long long nbytes)

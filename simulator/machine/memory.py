@@ -9,11 +9,15 @@ L2 is a byte-capacity LRU over the tiles TMA loads (one entry per K-block slice 
 tile that another CTA already brought in is served from L2 and costs no HBM traffic: raster
 order, swizzle and multicast change HBM bytes the way they do on hardware. Stores write through
 to HBM (their bytes are counted once, as the compulsory output traffic).
+
+The LRU is a doubly linked list threaded through arrays indexed by integer slice keys (the kernel
+models reserve them with :meth:`MemorySystem.key_block`; other keys are numbered on first use):
+O(1) per load, and plain C arrays when the module is compiled.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from array import array
 from dataclasses import dataclass
 
 
@@ -71,8 +75,6 @@ class MemorySystem:
         self._l2_capacity = timing.l2_bytes
         self.hbm = Channel("hbm", timing.hbm_bytes_per_cycle, bin_cycles)
         self.l2 = Channel("l2", timing.l2_bytes_per_cycle, bin_cycles)
-        self._lru: OrderedDict[tuple, int] = OrderedDict()
-        self._lru_bytes = 0
         self.hbm_read_bytes = 0
         self.hbm_write_bytes = 0
         self.l2_hits = 0
@@ -80,6 +82,16 @@ class MemorySystem:
         self.load_bytes = 0
         self._key_blocks: dict = {}
         self._next_key = 0
+        # The LRU: slot ``key + 1`` per slice key, slot 0 the list head (its next: the least
+        # recently used slice; its prev: the most recently used). ``_size[slot]`` is the slice's
+        # bytes while it is resident in L2, -1 while it is not.
+        self._lru_bytes = 0
+        self._prev_arr = array("q", [0])
+        self._next_arr = array("q", [0])
+        self._size_arr = array("q", [-1])
+        self._prev = self._prev_arr
+        self._next = self._next_arr
+        self._size = self._size_arr
 
     def key_block(self, name: tuple, size: int) -> int:
         """The first of ``size`` consecutive integer keys reserved for the slices of ``name`` (e.g.
@@ -94,17 +106,51 @@ class MemorySystem:
         base = self._next_key
         self._key_blocks[name] = (base, size)
         self._next_key += size
+        self._reserve_slots(self._next_key + 1)
         return base
+
+    def _reserve_slots(self, slots: int) -> None:
+        """Make the LRU arrays at least ``slots`` long (doubling, so growth costs O(1) a key)."""
+        have = len(self._size_arr)
+        if slots <= have:
+            return
+        extra = max(slots, 2 * have) - have
+        # Compiled, _prev/_next/_size are views of the arrays: let go of them while they grow.
+        self._prev = self._next = self._size = None
+        self._prev_arr.extend(array("q", [0]) * extra)
+        self._next_arr.extend(array("q", [0]) * extra)
+        self._size_arr.extend(array("q", [-1]) * extra)
+        self._prev = self._prev_arr
+        self._next = self._next_arr
+        self._size = self._size_arr
+
+    def _unlink(self, slot: int) -> None:
+        prev, nxt = self._prev, self._next
+        p = prev[slot]
+        n = nxt[slot]
+        nxt[p] = n
+        prev[n] = p
+
+    def _push_most_recent(self, slot: int) -> None:
+        prev, nxt = self._prev, self._next
+        last = prev[0]
+        nxt[last] = slot
+        prev[slot] = last
+        nxt[slot] = 0
+        prev[0] = slot
 
     def load(self, now: float, key, nbytes: int) -> float:
         """A TMA load of one tile slice issued at ``now``; returns the cycle its bytes land in SMEM.
 
-        ``key`` names the slice (any hashable; the kernel models use integers): loads of the same
-        key hit in L2 while it is resident."""
+        ``key`` names the slice: an integer from :meth:`key_block`, or any other hashable (numbered
+        on first use). Loads of the same key hit in L2 while it is resident."""
         self.load_bytes += nbytes
-        lru = self._lru
-        if key in lru:
-            lru.move_to_end(key)
+        slot = (key if type(key) is int else self.key_block(("key", key), 1)) + 1
+        size = self._size
+        if size[slot] >= 0:
+            # A hit: the slice becomes the most recently used.
+            self._unlink(slot)
+            self._push_most_recent(slot)
             self.l2_hits += 1
             end = self.l2.reserve(now, nbytes)
             return end + self._l2_latency + self._tma_overhead
@@ -113,11 +159,16 @@ class MemorySystem:
         end = self.hbm.reserve(now, nbytes)
         # The bytes also pass through L2 on their way to the SM.
         self.l2.reserve(now, nbytes)
-        lru[key] = nbytes
+        size[slot] = nbytes
+        self._push_most_recent(slot)
         self._lru_bytes += nbytes
-        while self._lru_bytes > self._l2_capacity and lru:
-            _, b = lru.popitem(False)
-            self._lru_bytes -= b
+        nxt = self._next
+        while self._lru_bytes > self._l2_capacity and nxt[0] != 0:
+            # Evict the least recently used slice.
+            old = nxt[0]
+            self._unlink(old)
+            self._lru_bytes -= size[old]
+            size[old] = -1
         return end + self._hbm_latency + self._tma_overhead
 
     def store(self, now: float, nbytes: int) -> float:
