@@ -201,3 +201,13 @@ def test_simulate_and_cli_take_the_clock(capsys):
     assert "clock              1.3 GHz (sustained:" in out
     assert main(["simulate", "--m", "512", "--clock", "warp9"]) == 2
     assert "clock='warp9'" in capsys.readouterr().err
+
+
+def test_accuracy_scatter_writes_a_log_log_png(tmp_path):
+    from simulator.views.accuracy_plot import accuracy_scatter
+    p = tmp_path / "acc.png"
+    fig = accuracy_scatter([("a", [10, 100, 1000], [11, 90, 1000]), ("b", [5, 50], [5, np.nan])], p)
+    assert p.stat().st_size > 1000
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert [t.get_text().split(":")[0] for t in ax.get_legend().get_texts()][:2] == ["a", "b"]

@@ -744,8 +744,9 @@ def add_accuracy_parser(sub) -> None:
                    help="data set(s) to score (default: all)")
     a.add_argument("--quick", action="store_true",
                    help="a stratified subset: every config of the cheapest shapes of each row class")
-    a.add_argument("--budget", type=float, default=25.0, metavar="MEVENTS",
-                   help="with --quick: estimated events per data set, in millions (default 25)")
+    a.add_argument("--budget", action="append", default=[], metavar="[DATA=]MEVENTS",
+                   help="with --quick: estimated events per data set, in millions (default 25); DATA=MEVENTS "
+                        "sets one data set's budget, e.g. --budget b200=400 --budget h200=25")
     a.add_argument("--jobs", type=int, default=0, help="processes (default: all cores)")
     a.add_argument("--engine", default="fast", choices=("fast", "reference"),
                    help="simulation engine (fast falls back to reference where it does not exist)")
@@ -756,11 +757,31 @@ def add_accuracy_parser(sub) -> None:
                    help="write accuracy.md, accuracy.json and accuracy.png there (e.g. validation/results)")
 
 
+def _budgets(items: list[str], names: list[str]) -> dict[str, float]:
+    """``--budget`` values -> millions of estimated events per data set (default 25)."""
+    from simulator.errors import ConfigError
+    out = dict.fromkeys(names, 25.0)
+    for item in items:
+        key, _, val = item.rpartition("=")
+        try:
+            num = float(val)
+        except ValueError:
+            raise ConfigError(f"--budget {item!r}: expected MEVENTS or DATA=MEVENTS (a number)") from None
+        if not num > 0:
+            raise ConfigError(f"--budget {item!r}: the budget must be > 0")
+        if key and key not in DATASETS:
+            raise ConfigError(f"--budget {item!r}: unknown data set {key!r}; valid: {', '.join(DATASETS)}")
+        for n in ([key] if key else names):
+            out[n] = num
+    return out
+
+
 def run_accuracy(args) -> int:
     def log(msg: str) -> None:
         print(f"wsim accuracy: {msg}", file=sys.stderr, flush=True)
 
     names = args.data or list(DATASETS)
+    budgets = _budgets(args.budget, names)
     cache = SimCache(enabled=not args.no_cache)
     results = []
     for name in names:
@@ -768,7 +789,7 @@ def run_accuracy(args) -> int:
         rows = ds.rows
         subset = f"all {len(rows)}"
         if args.quick and rows:
-            rows = quick_subset(rows, int(args.budget * 1e6))
+            rows = quick_subset(rows, int(budgets[name] * 1e6))
             subset = (f"--quick: {len(rows)} of {len(ds.rows)} ({len({r.shape for r in rows})} of "
                       f"{len({r.shape for r in ds.rows})} shapes: {', '.join(sorted({r.shape for r in rows}))})")
         log(f"{name}: {len(rows)} row(s)" + (f"; skipped: {ds.skipped[0]}" if ds.skipped and not rows else ""))
