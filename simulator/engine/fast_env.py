@@ -20,13 +20,14 @@ finished process's own event, which nothing in the models waits for; skipping it
 gap in the sequence numbers), and there is no failure propagation (the models never fail an event;
 an exception inside a process propagates straight out of :meth:`FastEnv.run`).
 
-Compiled (``fast_env.pxd``), the queue is a binary heap of the events themselves compared on
-typed fields; as plain Python it is ``heapq`` over ``(time, key, event)`` tuples. Both pop events
-in the same order.
+Compiled (``fast_env.pxd``), the queue is a binary heap over C arrays of times and keys beside a
+list of the events; as plain Python it is ``heapq`` over ``(time, key, event)`` tuples. Both pop
+events in the same order (keys are unique).
 """
 
 from __future__ import annotations
 
+from array import array
 from heapq import heappop, heappush
 
 from simulator.errors import SimulationLimitError
@@ -80,7 +81,14 @@ class FastEnv(EventLoop):
 
     def __init__(self, max_events: int | None = None, progress=None, progress_every: int = 1 << 16) -> None:
         super().__init__()
-        self._queue: list = []
+        self._queue: list = []        # plain Python: a heapq of (time, key, event)
+        self._n = 0                   # events queued
+        # Compiled: the heap's times and keys (C arrays, through the typed views _tv/_kv) and its
+        # events (_queue), all with the same capacity.
+        self._times = array("d")
+        self._keys = array("q")
+        self._tv = self._times
+        self._kv = self._keys
         self._seq = 0
         self.events_processed = 0
         self.max_events = max_events
@@ -93,58 +101,83 @@ class FastEnv(EventLoop):
     # -- the queue ---------------------------------------------------------------------------
     def _push(self, ev: FastEvent, t: float, priority: int) -> None:
         self._seq += 1
+        key = (priority << _PRIORITY_SHIFT) | self._seq
         ev._t = t
-        ev._key = (priority << _PRIORITY_SHIFT) | self._seq
         if COMPILED:
-            self._sift_push(ev)
+            self._sift_push(ev, t, key)
         else:
-            heappush(self._queue, (t, ev._key, ev))
+            heappush(self._queue, (t, key, ev))
+            self._n += 1
 
     def _pop(self) -> FastEvent:
         if COMPILED:
             return self._sift_pop()
+        self._n -= 1
         return heappop(self._queue)[2]
 
-    def _sift_push(self, ev: FastEvent) -> None:
-        """Binary-heap insert of ``ev`` by ``(ev._t, ev._key)`` (compiled: C comparisons)."""
-        q = self._queue
-        q.append(ev)
-        pos = len(q) - 1
+    def _grow(self) -> None:
+        """Double the heap's capacity (compiled only)."""
+        extra = max(64, len(self._queue))
+        # The typed views must let go of the arrays while they grow.
+        self._tv = self._kv = None
+        self._times.extend(array("d", [0.0]) * extra)
+        self._keys.extend(array("q", [0]) * extra)
+        self._tv = self._times
+        self._kv = self._keys
+        self._queue.extend([None] * extra)
+
+    def _sift_push(self, ev: FastEvent, t: float, key: int) -> None:
+        """Binary-heap insert by ``(t, key)`` (compiled: C comparisons on the arrays)."""
+        if self._n == len(self._queue):
+            self._grow()
+        times, keys, evs = self._tv, self._kv, self._queue
+        pos = self._n
+        self._n = pos + 1
         while pos > 0:
-            parent_pos = (pos - 1) >> 1
-            parent = q[parent_pos]
-            if ev._t < parent._t or (ev._t == parent._t and ev._key < parent._key):
-                q[pos] = parent
-                pos = parent_pos
+            parent = (pos - 1) >> 1
+            pt = times[parent]
+            if t < pt or (t == pt and key < keys[parent]):
+                times[pos] = pt
+                keys[pos] = keys[parent]
+                evs[pos] = evs[parent]
+                pos = parent
             else:
                 break
-        q[pos] = ev
+        times[pos] = t
+        keys[pos] = key
+        evs[pos] = ev
 
     def _sift_pop(self) -> FastEvent:
-        """Remove and return the heap's smallest event."""
-        q = self._queue
-        last = q.pop()
-        n = len(q)
+        """Remove and return the event with the smallest ``(time, key)``."""
+        times, keys, evs = self._tv, self._kv, self._queue
+        n = self._n - 1
+        self._n = n
+        top = evs[0]
+        last_t = times[n]
+        last_k = keys[n]
+        last = evs[n]
+        evs[n] = None
         if n == 0:
-            return last
-        top = q[0]
+            return top
         pos = 0
         child = 1
         while child < n:
-            c = q[child]
             right = child + 1
-            if right < n:
-                r = q[right]
-                if r._t < c._t or (r._t == c._t and r._key < c._key):
-                    child = right
-                    c = r
-            if c._t < last._t or (c._t == last._t and c._key < last._key):
-                q[pos] = c
+            if right < n and (times[right] < times[child]
+                              or (times[right] == times[child] and keys[right] < keys[child])):
+                child = right
+            ct = times[child]
+            if ct < last_t or (ct == last_t and keys[child] < last_k):
+                times[pos] = ct
+                keys[pos] = keys[child]
+                evs[pos] = evs[child]
                 pos = child
                 child = 2 * pos + 1
             else:
                 break
-        q[pos] = last
+        times[pos] = last_t
+        keys[pos] = last_k
+        evs[pos] = last
         return top
 
     # -- scheduling (the simpy.Environment interface) -----------------------------------------
@@ -177,12 +210,11 @@ class FastEnv(EventLoop):
 
     def run(self) -> None:
         """Process events until none is left."""
-        queue = self._queue
         n = 0
         limit = self.max_events
         every = self.progress_every if (self.progress is not None or limit is not None) else 0
         next_check = every if every else -1
-        while queue:
+        while self._n:
             ev = self._pop()
             self._now = ev._t
             n += 1
@@ -201,7 +233,7 @@ class FastEnv(EventLoop):
                 # Resume the waiting process until it waits on an event not processed yet.
                 while True:
                     try:
-                        nxt = proc.send(None)
+                        nxt = next(proc)       # = proc.send(None)
                     except StopIteration:
                         break
                     if not nxt.done:

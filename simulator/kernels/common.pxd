@@ -36,5 +36,9 @@ cdef class RoleBase:
     cdef public object start_cycle
     cdef public str stat_name
     cdef public dict wait_acc
+    @cython.locals(loop=EventLoop)
+    cdef double _time(self)
+    # cdef, not cpdef: a cpdef method of a class with a __dict__ looks itself up on every call.
+    # Only the (compiled) role code calls it.
     @cython.locals(loop=EventLoop, now=double, acc=_WaitTotal)
-    cpdef _waited(self, str barrier, int stage, double t0, object tile=*, int k_block=*)
+    cdef _waited(self, str barrier, int stage, double t0, object tile=*, int k_block=*)

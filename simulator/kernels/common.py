@@ -73,6 +73,11 @@ class RoleBase:
         # Wait cycles per barrier kind, merged into the run statistics when the role finishes.
         self.wait_acc: dict[str, _WaitTotal] = {}
 
+    def _time(self) -> float:
+        """The current cycle (``env.now``; compiled, read straight from the fast engine's loop)."""
+        loop = self._loop
+        return loop._now if loop is not None else self.env._now
+
     def _waited(self, barrier: str, stage: int, t0: float, tile=None, k_block: int = -1) -> None:
         """Account a finished wait (and trace it): ``barrier`` is the barrier kind, e.g. ``mainloop.full``."""
         loop = self._loop

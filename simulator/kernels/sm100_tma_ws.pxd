@@ -1,4 +1,6 @@
 # Cython declarations for sm100_tma_ws.py (compiled when a C compiler is available; see setup.py).
+cimport cython
+
 from simulator.kernels.common cimport RoleBase, RunStats
 from simulator.machine.memory cimport MemorySystem
 from simulator.protocol.mbarrier cimport ClusterBarrier, MBarrier, NamedBarrier
@@ -63,9 +65,15 @@ cdef class Sched(Role):
     pass
 
 
+@cython.final
 cdef class Sm100GemmTmaWarpSpecialized:
     cdef dict __dict__
     cdef public object env
     cdef public MemorySystem mem
     cdef public RunStats stats
+    cdef public double _ingress_rate
+    cdef public double _ingress_lat
+    cdef public long _a_dests
+    cdef public long _b_dests
+    @cython.final
     cpdef issue_mainloop_tma(self, Cta cta, object tile, object loads, object kb, object stage, Role role)

@@ -636,6 +636,11 @@ class Sm100GemmTmaWarpSpecialized:
         self.trace = trace
         self._trace_sms = None if trace_sms is None else frozenset(trace_sms)
         self.timing = Sm100Timing.derive(cfg, arch)
+        # Per-K-block constants of issue_mainloop_tma, read once.
+        self._ingress_rate = self.timing.tma_ingress_bytes_per_clk
+        self._ingress_lat = memory.t.l2_latency + memory.t.tma_overhead
+        self._a_dests = cfg.cluster_n
+        self._b_dests = cfg.cluster_m // cfg.atom_thr_m
         self.facts = KernelFacts.from_config(cfg)
         self.counts = sm100_arrival_counts(self.facts)
         self.owed = _owed_by(cfg)
@@ -753,20 +758,19 @@ class Sm100GemmTmaWarpSpecialized:
         """The TMA loads one CTA issues for one K-block; their bytes complete-tx on the full
         barrier of the MMA leader of every receiving CTA when they land."""
         mem = self.mem
-        now = self.env._now
+        now = role._time()
         a_key, a_bytes, b_key, b_bytes = loads
         a_land = mem.load(now, a_key + kb, a_bytes)
         b_land = mem.load(now, b_key + kb, b_bytes)
         land = a_land if a_land > b_land else b_land
-        rate = self.timing.tma_ingress_bytes_per_clk
+        rate = self._ingress_rate
         if rate:
             # The SM's TMA ingress: one stage's A and B land in this CTA's SMEM (its own slices are
             # multicast to its peers, and theirs land here: the same bytes per stage, in bounds).
-            cfg = self.cfg
-            ing_bytes = a_bytes * cfg.cluster_n + b_bytes * (cfg.cluster_m // cfg.atom_thr_m)
+            ing_bytes = a_bytes * self._a_dests + b_bytes * self._b_dests
             start = cta.ingress_free if cta.ingress_free > now else now
             cta.ingress_free = start + ing_bytes / rate
-            lat = mem.t.l2_latency + mem.t.tma_overhead
+            lat = self._ingress_lat
             if cta.ingress_free + lat > land:
                 land = cta.ingress_free + lat
         # The bytes complete-tx on each receiving MMA leader's full barrier when they land.

@@ -1,4 +1,6 @@
 # Cython declarations for sm90_tma_ws.py (compiled when a C compiler is available; see setup.py).
+cimport cython
+
 from simulator.kernels.common cimport RoleBase, RunStats
 from simulator.machine.memory cimport MemorySystem
 from simulator.protocol.mbarrier cimport MBarrier, NamedBarrier
@@ -36,16 +38,26 @@ cdef class EpilogueLoad(Role):
     pass
 
 
+@cython.final
 cdef class Consumer(Role):
     cdef public list release_targets
     cdef public long release_count
     cdef public bint releases_mainloop
+    @cython.final
     cpdef consumer_release(self, PipelineState state)
 
 
+@cython.final
 cdef class Sm90GemmTmaWarpSpecialized:
     cdef dict __dict__
     cdef public object env
     cdef public MemorySystem mem
     cdef public RunStats stats
+    cdef public long k_tiles
+    cdef public long k_tail_num
+    cdef public long tile_k
+    cdef public long long tx_bytes
+    cdef public long long a_slice
+    cdef public long long b_slice
+    @cython.final
     cpdef issue_mainloop_tma(self, Cta cta, object tile, object loads, object kb, object stage, Role role)

@@ -604,6 +604,7 @@ class Sm90GemmTmaWarpSpecialized:
         self.tx_bytes = cfg.tma_transaction_bytes
         self.a_slice = cfg.a_stage_bytes_per_cta // cfg.cluster_n
         self.b_slice = cfg.b_stage_bytes_per_cta // cfg.cluster_m
+        self.tile_k = cfg.cta_tile_k
         self.raster = TileRaster.from_config(cfg, "static")
         self.grid_clusters = self.raster.num_clusters
         resident = static_grid_clusters(cfg, arch, self.grid_clusters)
@@ -670,13 +671,13 @@ class Sm90GemmTmaWarpSpecialized:
         """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to
         its cluster row (same m), and its 1/cluster_m slice of B, multicast to its column (same n).
         Each slice's bytes complete-tx on the full barrier of every receiving CTA."""
-        mem, env = self.mem, self.env
-        now = env.now
+        mem = self.mem
+        now = role._time()
         a_key, a_bytes, b_key, b_bytes = loads
-        if kb == self.k_tiles - 1 and self.k_tail_num != self.cfg.cta_tile_k:
+        if kb == self.k_tiles - 1 and self.k_tail_num != self.tile_k:
             # The last K-block reaches past K: TMA zero-fills the rest.
-            a_bytes = a_bytes * self.k_tail_num // self.cfg.cta_tile_k
-            b_bytes = b_bytes * self.k_tail_num // self.cfg.cta_tile_k
+            a_bytes = a_bytes * self.k_tail_num // self.tile_k
+            b_bytes = b_bytes * self.k_tail_num // self.tile_k
         land = max(mem.load(now, a_key + kb, a_bytes), mem.load(now, b_key + kb, b_bytes))
         # Each slice's bytes complete-tx on the full barrier of every receiving CTA when they land.
         a, b = self.a_slice, self.b_slice
