@@ -59,5 +59,16 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public long long tx_bytes
     cdef public long long a_slice
     cdef public long long b_slice
+    cdef public long _epi_m
+    cdef public long _epi_n
+    cdef public long _epi_per_m
+    cdef public long _tile_m
+    cdef public long _tile_n
+    cdef public long _m
+    cdef public long _n
+    cdef public long long _d_bytes
+    cdef public double _d_read_cycles
+    cdef public double _tma_overhead
+    cdef public long _store_stages
     @cython.final
     cpdef issue_mainloop_tma(self, Cta cta, object tile, object loads, object kb, object stage, Role role)

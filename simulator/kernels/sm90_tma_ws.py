@@ -605,6 +605,14 @@ class Sm90GemmTmaWarpSpecialized:
         self.a_slice = cfg.a_stage_bytes_per_cta // cfg.cluster_n
         self.b_slice = cfg.b_stage_bytes_per_cta // cfg.cluster_m
         self.tile_k = cfg.cta_tile_k
+        # Per-subtile constants of issue_store and _subtile_in_bounds, read once.
+        self._epi_m, self._epi_n = cfg.epi_tile
+        self._epi_per_m = cfg.tile_m // self._epi_m
+        self._tile_m, self._tile_n, self._m, self._n = cfg.tile_m, cfg.cta_tile_n, cfg.m, cfg.n
+        self._d_bytes = cfg.epi_d_subtile_bytes
+        self._d_read_cycles = self._d_bytes / arch.smem_read_bytes_per_clk.value
+        self._tma_overhead = arch.tma_issue_overhead_cycles.value
+        self._store_stages = cfg.epilogue_store_stages
         self.raster = TileRaster.from_config(cfg, "static")
         self.grid_clusters = self.raster.num_clusters
         resident = static_grid_clusters(cfg, arch, self.grid_clusters)
@@ -710,23 +718,21 @@ class Sm90GemmTmaWarpSpecialized:
 
     def issue_store(self, cta: Cta, tile, s: int, role: Role) -> tuple[float, float]:
         """A TMA store of one D subtile: returns (SMEM read out, bytes written)."""
-        cfg, arch, now = self.cfg, self.arch, self.env.now
-        nbytes = cfg.epi_d_subtile_bytes
-        smem_read = now + nbytes / arch.smem_read_bytes_per_clk.value + arch.tma_issue_overhead_cycles.value
+        now = role._time()
+        smem_read = now + self._d_read_cycles + self._tma_overhead   # the subtile read out of SMEM
         # TMA clips the store at the problem's edge: only in-bounds bytes reach memory.
-        done = self.mem.store(now, self._subtile_in_bounds(tile, s, cfg.bits_d))
-        role.span("tma_store", now, done, tile=tile, k_block=s, stage=s % cfg.epilogue_store_stages)
+        done = self.mem.store(now, self._subtile_in_bounds(tile, s, self.cfg.bits_d))
+        if role.tr is not None:
+            role.span("tma_store", now, done, tile=tile, k_block=s, stage=s % self._store_stages)
         return smem_read, max(done, smem_read)
 
     def _subtile_in_bounds(self, tile, s: int, bits: int) -> int:
         """Bytes of epilogue subtile ``s`` of ``tile`` inside M x N (subtiles run M-fastest within
         N, the C++ epilogue's ``for epi_n: for epi_m`` order)."""
-        cfg = self.cfg
-        em, en = cfg.epi_tile
-        per_m = cfg.tile_m // em
-        epi_n, epi_m = divmod(s, per_m)
-        rows = min(em, max(0, cfg.m - tile[0] * cfg.tile_m - epi_m * em))
-        cols = min(en, max(0, cfg.n - tile[1] * cfg.cta_tile_n - epi_n * en))
+        em, en = self._epi_m, self._epi_n
+        epi_n, epi_m = divmod(s, self._epi_per_m)
+        rows = min(em, max(0, self._m - tile[0] * self._tile_m - epi_m * em))
+        cols = min(en, max(0, self._n - tile[1] * self._tile_n - epi_n * en))
         return rows * cols * bits // 8
 
     # -- results --------------------------------------------------------------------------

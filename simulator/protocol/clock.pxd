@@ -3,3 +3,4 @@ cdef class EventLoop:
     cdef public double _now
     cpdef object event(self)
     cpdef schedule(self, object event, int priority=*, double delay=*)
+    cpdef call_later(self, double delay, object fn, tuple args)

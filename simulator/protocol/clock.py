@@ -29,3 +29,7 @@ class EventLoop:
     def schedule(self, event, priority: int = NORMAL, delay: float = 0.0) -> None:
         """Trigger ``event`` ``delay`` cycles from now (``priority``: SimPy's)."""
         raise NotImplementedError
+
+    def call_later(self, delay: float, fn, args: tuple) -> None:
+        """Call ``fn(*args)`` ``delay`` cycles from now (one bare event, no process)."""
+        raise NotImplementedError

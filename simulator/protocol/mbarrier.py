@@ -457,8 +457,7 @@ class _Call(Event):
 
 def call_at(env: simpy.Environment, delay: float, fn, *args) -> None:
     """Run ``fn(*args)`` ``delay`` cycles from now with one bare event (no process)."""
-    call_later = getattr(env, "call_later", None)      # the fast engine's own bare event
-    if call_later is not None:
-        call_later(delay if delay > 0 else 0.0, fn, args)
+    if isinstance(env, EventLoop):                     # the fast engine's own bare event
+        env.call_later(delay if delay > 0 else 0.0, fn, args)
         return
     env.schedule(_Call(env, fn, args), NORMAL, delay if delay > 0 else 0.0)

@@ -1,6 +1,7 @@
 # Cython declarations for pipeline.py (compiled when a C compiler is available; see setup.py).
 cimport cython
 
+from simulator.protocol.clock cimport EventLoop
 from simulator.protocol.mbarrier cimport MBarrier
 
 
@@ -20,6 +21,7 @@ cdef class PipelineState:
 
 cdef class Pipeline:
     cdef public object env
+    cdef EventLoop _loop
     cdef public object params
     cdef public str name
     cdef public long stages
@@ -45,7 +47,7 @@ cdef class PipelineAsync(Pipeline):
 
 cdef class PipelineTmaAsync(Pipeline):
     cpdef consumer_release_to(self, PipelineState state, object dst_ranks, str who, long count=*)
-    @cython.locals(bar=MBarrier, peer=Pipeline, r=long, remote=list)
+    @cython.locals(bar=MBarrier, peer=Pipeline, r=long, remote=list, loop=EventLoop)
     cpdef release_stage(self, long index, long round, object dst_ranks, str who, long count=*)
     @cython.locals(bar=MBarrier)
     cpdef producer_acquire_expect(self, PipelineState state, str who, bint is_leader=*, object nbytes=*)

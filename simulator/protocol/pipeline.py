@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import simpy
 
+from simulator.protocol.clock import EventLoop
 from simulator.protocol.mbarrier import MBarrier, call_at
 
 
@@ -105,6 +106,7 @@ class Pipeline:
         if params.stages < 1:
             raise ValueError(f"{params.name}: stage count {params.stages} must be at least 1")
         self.env = env
+        self._loop = env if isinstance(env, EventLoop) else None   # the fast engine's loop
         self.params = params
         self.name = params.name
         self.stages = params.stages
@@ -224,7 +226,11 @@ class PipelineTmaAsync(Pipeline):
                     remote = []
                 remote.append(bar)
         if remote is not None:
-            call_at(self.env, self.remote_latency, _arrive_all, remote, count, who, round)
+            loop = self._loop
+            if loop is not None:
+                loop.call_later(self.remote_latency, _arrive_all, (remote, count, who, round))
+            else:
+                call_at(self.env, self.remote_latency, _arrive_all, remote, count, who, round)
 
 
 class PipelineTransactionAsync(Pipeline):
