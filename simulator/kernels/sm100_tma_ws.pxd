@@ -76,4 +76,4 @@ cdef class Sm100GemmTmaWarpSpecialized:
     cdef public long _a_dests
     cdef public long _b_dests
     @cython.final
-    cpdef issue_mainloop_tma(self, Cta cta, object tile, object loads, object kb, object stage, Role role)
+    cpdef issue_mainloop_tma(self, Cta cta, object tile, tuple loads, object kb, object stage, Role role)

@@ -71,4 +71,4 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public double _tma_overhead
     cdef public long _store_stages
     @cython.final
-    cpdef issue_mainloop_tma(self, Cta cta, object tile, object loads, object kb, object stage, Role role)
+    cpdef issue_mainloop_tma(self, Cta cta, object tile, tuple loads, object kb, object stage, Role role)
