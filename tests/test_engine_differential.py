@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -133,7 +134,7 @@ def test_protocol_violations_identical(arch):
     assert fast.fingerprint() == ref.fingerprint()
 
 
-def _fingerprint_in_subprocess(env_extra: dict) -> dict:
+def _fingerprint_in_subprocess(pure: bool) -> dict:
     code = ("import json, sys\n"
             "from simulator import _native\n"
             "from tests.test_engine_differential import SM100_CASES, SM90_CASES\n"
@@ -144,19 +145,37 @@ def _fingerprint_in_subprocess(env_extra: dict) -> dict:
             "out['pp'] = simulate(*SM90_CASES['ping-pong ragged read C'], engine='fast').fingerprint()\n"
             "json.dump(out, sys.stdout)\n")
     root = Path(__file__).resolve().parents[1]
-    env = dict(os.environ, PYTHONPATH=str(root), **env_extra)
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop(_native.PURE_PYTHON_ENV, None)
+    if pure:
+        env[_native.PURE_PYTHON_ENV] = "1"
     res = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
 
 def test_pure_python_fallback_gives_the_same_results():
-    """WSIM_PURE_PYTHON=1 loads the .py sources instead of the compiled core: same fingerprints
-    as this process (compiled or not) and as the reference engine."""
-    pure = _fingerprint_in_subprocess({_native.PURE_PYTHON_ENV: "1"})
+    """WSIM_PURE_PYTHON=1 loads the .py sources instead of the compiled core: the same
+    fingerprints as the compiled core (where it is built) and as the reference engine."""
+    pure = _fingerprint_in_subprocess(pure=True)
     assert pure.pop("compiled") is False
-    here = _fingerprint_in_subprocess({_native.PURE_PYTHON_ENV: ""})
-    assert here.pop("compiled") is _native.COMPILED
-    assert pure == here
+    default = _fingerprint_in_subprocess(pure=False)
+    default.pop("compiled")
+    assert pure == default
     ref = json.loads(json.dumps(simulate(*SM100_CASES["clc 4x1 2-SM"], engine="reference").fingerprint()))
     assert pure["clc 4x1 2-SM"] == ref
+
+
+def test_compiled_core_built_and_loaded():
+    """Where a C compiler exists (CI), ``pip install -e .`` compiled the core, and it loads."""
+    if os.environ.get(_native.PURE_PYTHON_ENV, "") not in ("", "0"):
+        pytest.skip(f"{_native.PURE_PYTHON_ENV} is set")
+    record = Path(_native.__file__).with_name(_native.BUILD_RECORD)
+    if not record.exists():
+        if shutil.which("cc") or shutil.which("gcc"):
+            pytest.fail("a C compiler is here but the compiled core was not built: run pip install -e . "
+                        "(pip install -v -e . shows why a build fails)")
+        pytest.skip("no C compiler: the simulator runs as pure Python")
+    if "changed since the build" in _native.REASON:
+        pytest.skip(_native.REASON)       # a hot module edited since: pure Python until rebuilt
+    assert _native.COMPILED, _native.REASON
