@@ -47,7 +47,7 @@ cdef class FastEnv(EventLoop):
                    right=Py_ssize_t, ct=double)
     cdef FastEvent _sift_pop(self)
     cpdef schedule(self, object event, int priority=*, double delay=*)
-    cpdef FastEvent timeout(self, double delay, object value=*)
+    cpdef object timeout(self, double delay, object value=*)
     cpdef call_later(self, double delay, object fn, tuple args)
     cpdef FastEvent process(self, object generator)
     @cython.locals(ev=FastEvent, nxt=FastEvent, n=cython.longlong, next_check=cython.longlong,

@@ -38,6 +38,8 @@ cdef class RoleBase:
     cdef public dict wait_acc
     @cython.locals(loop=EventLoop)
     cdef double _time(self)
+    @cython.locals(loop=EventLoop)
+    cdef object _sleep(self, double delay)
     # cdef, not cpdef: a cpdef method of a class with a __dict__ looks itself up on every call.
     # Only the (compiled) role code calls it.
     @cython.locals(loop=EventLoop, now=double, acc=_WaitTotal)

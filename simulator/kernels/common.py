@@ -73,10 +73,17 @@ class RoleBase:
         # Wait cycles per barrier kind, merged into the run statistics when the role finishes.
         self.wait_acc: dict[str, _WaitTotal] = {}
 
+    # ``env.now`` and ``env.timeout`` for the roles' hot loops: compiled, they go straight to the
+    # fast engine's loop instead of through a Python attribute lookup.
     def _time(self) -> float:
-        """The current cycle (``env.now``; compiled, read straight from the fast engine's loop)."""
+        """The current cycle (``env.now``)."""
         loop = self._loop
         return loop._now if loop is not None else self.env._now
+
+    def _sleep(self, delay: float):
+        """``env.timeout(delay)``: yield it to resume ``delay`` cycles from now."""
+        loop = self._loop
+        return loop.timeout(delay) if loop is not None else self.env.timeout(delay)
 
     def _waited(self, barrier: str, stage: int, t0: float, tile=None, k_block: int = -1) -> None:
         """Account a finished wait (and trace it): ``barrier`` is the barrier kind, e.g. ``mainloop.full``."""

@@ -265,7 +265,6 @@ class MainloopLoad(Role):
     def run(self):
         cta: Cta = self.cta
         k: Sm100GemmTmaWarpSpecialized = self.k
-        env = self.env
         cfg = k.cfg
         knobs = k.knobs
         pipe: PipelineTmaUmmaAsync = cta.mainloop
@@ -287,12 +286,12 @@ class MainloopLoad(Role):
             if dynamic and cta.is_first_cta and requires_clc_query:
                 ev = cta.clc_throttle.producer_acquire(throttle_state, self.who)
                 if ev is not None:
-                    t0 = env.now
+                    t0 = self._time()
                     yield ev
                     self._waited("clc_throttle.empty", throttle_state.index, t0, tile)
                 cta.clc_throttle.producer_commit(throttle_state, self.who, self.threads)
                 throttle_state.advance()
-            t_tile = env.now
+            t_tile = self._time()
             loads = k.tile_loads(cta, tile)
             for kb in range(k_tiles):
                 if kb == prologue and do_load_order_arrive:
@@ -300,7 +299,7 @@ class MainloopLoad(Role):
                     do_load_order_arrive = False
                 ev = pipe.producer_acquire(state, who)
                 if ev is not None:
-                    t0 = env.now
+                    t0 = self._time()
                     yield ev
                     self._waited("mainloop.empty", state.index, t0, tile, kb)
                 if is_mma_leader:
@@ -311,7 +310,7 @@ class MainloopLoad(Role):
             if do_load_order_arrive:
                 cta.load_order.arrive(self.who, self.threads)
                 do_load_order_arrive = False
-            self.span("tile", t_tile, env.now, tile=tile)
+            self.span("tile", t_tile, self._time(), tile=tile)
             res = yield from self.fetch_next_work(work)
             work, increment = res
             requires_clc_query = increment
@@ -336,7 +335,6 @@ class Mma(Role):
     def run(self):
         cta: Cta = self.cta
         k: Sm100GemmTmaWarpSpecialized = self.k
-        env = self.env
         cfg, t, knobs = k.cfg, k.timing, k.knobs
         # TMEM allocation, then tell the epilogue where the accumulators are.
         cta.tmem_alloc.arrive(self.threads, self.who)
@@ -366,15 +364,15 @@ class Mma(Role):
                     # Wait for the TMEM accumulator stage to be empty (producer phase flipped).
                     ev = acc.producer_acquire(acc_state, self.who)
                     if ev is not None:
-                        t0 = env.now
+                        t0 = self._time()
                         yield ev
                         self._waited("accumulator.empty", acc_state.index, t0, tile)
-                t_tile = env.now
-                done = env.now
+                t_tile = self._time()
+                done = self._time()
                 for kb in range(cfg.k_tiles):
                     ev = ml.consumer_wait(ml_state, who)
                     if ev is not None:
-                        t0 = env.now
+                        t0 = self._time()
                         yield ev
                         self._waited("mainloop.full", ml_state.index, t0, tile, kb)
                     if overlapping and kb == 0:
@@ -382,10 +380,10 @@ class Mma(Role):
                         # epilogue has read the TMEM column this tile shares with the previous one.
                         ev = acc.producer_acquire(acc_state, self.who)
                         if ev is not None:
-                            t0 = env.now
+                            t0 = self._time()
                             yield ev
                             self._waited("accumulator.empty", acc_state.index, t0, tile)
-                    now = env.now
+                    now = self._time()
                     start = cta.tc_free if cta.tc_free > now else now
                     end = start + kblock_cycles
                     cta.tc_free = end
@@ -410,7 +408,7 @@ class Mma(Role):
             # The epilogue warps (of this CTA and the peer) signal when TMEM can be freed.
             ev = cta.tmem_dealloc.wait(0, self.who)
             if ev is not None:
-                t0 = env.now
+                t0 = self._time()
                 yield ev
                 self._waited("tmem_dealloc", -1, t0)
             return
@@ -425,7 +423,7 @@ class Mma(Role):
                 peer.tmem_dealloc.arrive_remote(self.threads, who=self.who)
             ev = cta.tmem_dealloc.wait(0, self.who)
             if ev is not None:
-                t0 = env.now
+                t0 = self._time()
                 yield ev
                 self._waited("tmem_dealloc", -1, t0)
             if cta.is_mma_leader:
@@ -483,12 +481,12 @@ class Epilogue(Role):
         cfg, t, knobs = k.cfg, k.timing, k.knobs
         ev = cta.epilogue_throttle.wait(0, self.who)
         if ev is not None:
-            t0 = env.now
+            t0 = self._time()
             yield ev
             self._waited("epilogue_throttle", -1, t0)
         ev = cta.tmem_alloc.arrive_and_wait(self.threads, self.who)
         if ev is not None:
-            t0 = env.now
+            t0 = self._time()
             yield ev
             self._waited("tmem_alloc", -1, t0)
         acc = cta.accumulator
@@ -512,13 +510,13 @@ class Epilogue(Role):
             # collective_epilogue.store: subtiles iterate M fastest, then N. The accumulator stage
             # is released after the last TMEM load (overlapping accumulators: after the last M
             # subtile of the first N column, which is the TMEM column the next tile shares).
-            t_tile = env.now
+            t_tile = self._time()
             release_at = (sub_m - 1) if overlapping else (n_sub - 1)
             for s in range(n_sub):
                 if cfg.read_c:
                     ev = cta.epi_load.consumer_wait(ld_state, self.who)
                     if ev is not None:
-                        t0 = env.now
+                        t0 = self._time()
                         yield ev
                         self._waited("epi_load.full", ld_state.index, t0, tile, s)
                     # C is in registers. Without SMEM reuse the buffer goes back to the EpilogueLoad
@@ -531,35 +529,35 @@ class Epilogue(Role):
                 if s == 0:
                     ev = acc.consumer_wait(acc_state, self.who)
                     if ev is not None:
-                        t0 = env.now
+                        t0 = self._time()
                         yield ev
                         self._waited("accumulator.full", acc_state.index, t0, tile)
-                t0 = env.now
-                yield env.timeout(t.epi_tmem_cycles)        # tcgen05.ld TMEM -> registers
+                t0 = self._time()
+                yield self._sleep(t.epi_tmem_cycles)        # tcgen05.ld TMEM -> registers
                 if s == release_at:
                     if release_acc:
                         acc.consumer_release_to(acc_state, cta.leader_rank, self.who, self.threads)
-                    self.span("acc_handoff", env.now, env.now, tile=tile, stage=acc_state.index)
+                    self.span("acc_handoff", self._time(), self._time(), tile=tile, stage=acc_state.index)
                     if overlapping:
                         acc_state.advance()
-                yield env.timeout(t.epi_convert_cycles)     # scale, convert to D's type
+                yield self._sleep(t.epi_convert_cycles)     # scale, convert to D's type
                 # epi_store producer_acquire: returns when at most StagesD-1 committed stores are pending.
                 while len(stores) >= store_stages:
                     first = stores.pop(0)
-                    if first > env.now:
-                        tw = env.now
-                        yield env.timeout(first - env.now)
+                    if first > self._time():
+                        tw = self._time()
+                        yield self._sleep(first - self._time())
                         self._waited("epi_store", s % store_stages, tw, tile, s)
-                yield env.timeout(t.epi_smem_cycles + t.epi_sync_cycles)   # registers -> SMEM, fence, sync
-                self.span("epilogue", t0, env.now, tile=tile, k_block=s, stage=acc_state.index)
+                yield self._sleep(t.epi_smem_cycles + t.epi_sync_cycles)   # registers -> SMEM, fence, sync
+                self.span("epilogue", t0, self._time(), tile=tile, k_block=s, stage=acc_state.index)
                 smem_free = k.issue_store(cta, tile, s, self)
                 stores.append(smem_free)
                 if cfg.read_c and reuse_c and release_ld:
-                    call_at(env, smem_free - env.now, cta.epi_load.consumer_release, ld_release, self.who,
+                    call_at(env, smem_free - self._time(), cta.epi_load.consumer_release, ld_release, self.who,
                             self.threads)
             if mma_tile_in_problem(tile[0], tile[1], cfg):
                 self.stats.tiles_done.append((tile[0], tile[1], tile[2], cta.cx % cta.atom))
-            self.span("tile", t_tile, env.now, tile=tile)
+            self.span("tile", t_tile, self._time(), tile=tile)
             if not overlapping:
                 acc_state.advance()
             work = next_work
@@ -571,9 +569,9 @@ class Epilogue(Role):
                 cta.cluster.ctas[cta.rank ^ 1].tmem_dealloc.arrive_remote(self.threads, who=self.who)
             cta.tmem_dealloc.arrive(self.threads, who=self.who)
         # store_tail: wait for every outstanding store.
-        if stores and max(stores) > env.now:
-            t0 = env.now
-            yield env.timeout(max(stores) - env.now)
+        if stores and max(stores) > self._time():
+            t0 = self._time()
+            yield self._sleep(max(stores) - self._time())
             self._waited("epi_store", -1, t0)
 
 

@@ -303,9 +303,9 @@ class Role(RoleBase):
 
     def sleep_until(self, when: float, barrier: str, stage: int = -1, tile=None, k_block: int = -1):
         """Block until ``when`` on something that is not an mbarrier (wgmma.wait_group, bulk groups)."""
-        now = self.env.now
+        now = self._time()
         if when > now:
-            yield self.env.timeout(when - now)
+            yield self._sleep(when - now)
             self._waited(barrier, stage, now, tile, k_block)
 
 
@@ -316,7 +316,6 @@ class MainloopLoad(Role):
     def run(self):
         cta: Cta = self.cta
         k: Sm90GemmTmaWarpSpecialized = self.k
-        env = self.env
         cfg = k.cfg
         pipe: PipelineTmaAsync = cta.mainloop
         state: PipelineState = make_producer_start_state(cfg.mainloop_stages, phase=k.knobs.start_phase("mainloop"))
@@ -327,12 +326,12 @@ class MainloopLoad(Role):
         work = k.initial_work(cta.cluster)
         while work.is_valid:
             tile = self.tile_of(work)
-            t_tile = env.now
+            t_tile = self._time()
             loads = k.tile_loads(cta, tile)
             for kb in range(k.k_tiles):
                 ev = pipe.producer_acquire(state, who)
                 if ev is not None:
-                    t0 = env.now
+                    t0 = self._time()
                     yield ev
                     self._waited("mainloop.empty", state.index, t0, tile, kb)
                 # producer_acquire's second half: the leader thread's arrive.expect_tx on full[s].
@@ -341,7 +340,7 @@ class MainloopLoad(Role):
                 k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
                 pipe.producer_commit(state, who)   # no-op: the TMA bytes complete the phase
                 state.advance()
-            self.span("tile", t_tile, env.now, tile=tile)
+            self.span("tile", t_tile, self._time(), tile=tile)
             # Signal the epilogue load warp once the first tile's loads are issued.
             if do_load_order_arrive:
                 cta.load_order.arrive(self.who, self.threads)
@@ -416,7 +415,7 @@ class Consumer(Role):
         self.last_write = 0.0             # when the latest-finishing store is written
 
     def run(self):
-        cta, k, env = self.cta, self.k, self.env
+        cta, k = self.cta, self.k
         cfg = k.cfg
         ml_state = PipelineState(cfg.mainloop_stages)
         ld_state = PipelineState(cfg.epilogue_load_stages)
@@ -434,7 +433,7 @@ class Consumer(Role):
                 ld_state.advance_by(cfg.epi_subtiles)
         while work.is_valid:
             tile = self.tile_of(work)
-            t_tile = env.now
+            t_tile = self._time()
             if order is not None:
                 # Order the two math warpgroups' mainloops one after the other.
                 yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
@@ -445,7 +444,7 @@ class Consumer(Role):
             # mma_tail: wait_group(0), then release the last stage.
             yield from self.sleep_until(done_last, "mma.wait_group", release.index, tile, k.k_tiles - 1)
             self.consumer_release(release)
-            self.span("acc_handoff", env.now, env.now, tile=tile, stage=release.index)
+            self.span("acc_handoff", self._time(), self._time(), tile=tile, stage=release.index)
             ml_state.advance_by(k.k_tiles * step)
             if order is not None:
                 # Order the epilogues: ours after the other warpgroup's previous one.
@@ -460,7 +459,7 @@ class Consumer(Role):
                 ld_state.advance_by(cfg.epi_subtiles)
             if self.records_tiles and mma_tile_in_problem(tile[0], tile[1], cfg):
                 self.stats.tiles_done.append((tile[0], tile[1], tile[2], 0))
-            self.span("tile", t_tile, env.now, tile=tile)
+            self.span("tile", t_tile, self._time(), tile=tile)
             work = k.next_work(work, step)
         if self.issues_stores:
             # The store thread's final wait_group 0: every store written.
@@ -472,7 +471,6 @@ class Consumer(Role):
         last batch, the release state of the last stage)."""
         cta: Cta = self.cta
         k: Sm90GemmTmaWarpSpecialized = self.k
-        env = self.env
         t = k.timing
         pipe: PipelineTmaAsync = cta.mainloop
         read: PipelineState = state.copy()
@@ -486,11 +484,11 @@ class Consumer(Role):
         for kb in range(k.k_tiles):
             ev = pipe.consumer_wait(read, who)
             if ev is not None:
-                t0 = env.now
+                t0 = self._time()
                 yield ev
                 self._waited("mainloop.full", read.index, t0, tile, kb)
             # warpgroup_arrive; wgmma x n; commit_group: the batch queues on the SM's tensor core.
-            now = env.now
+            now = self._time()
             start = cta.tc_free if cta.tc_free > now else now
             end = start + kblock_cycles
             cta.tc_free = end
@@ -505,17 +503,17 @@ class Consumer(Role):
                 # until the tensor core takes it (``start``; busy, not a barrier wait). Then
                 # warpgroup_wait<K_PIPE_MMAS> waits until the previous K-block's batch is complete ...
                 target = prev_done if prev_done > start else start
-                if target > env.now:
-                    t0 = env.now
-                    yield env.timeout(target - t0)
+                if target > self._time():
+                    t0 = self._time()
+                    yield self._sleep(target - t0)
                     if prev_done > start:
                         self._waited("mma.wait_group", release.index, start if start > t0 else t0, tile, kb - 1)
                 # ... so its stage can go back to the producers (UNLOCK smem_pipe_release).
                 self.consumer_release(release)
                 release.advance()
-            elif start > env.now:
+            elif start > self._time():
                 # First K-block: the issue stalls behind the other warpgroup's batch, if any.
-                yield env.timeout(start - env.now)
+                yield self._sleep(start - self._time())
             prev_done = done
             read.advance()
         return prev_done, release
@@ -530,16 +528,16 @@ class Consumer(Role):
     # -- epilogue ---------------------------------------------------------------------------
     def epilogue(self, tile, ld_state: PipelineState):
         """``CollectiveEpilogue::store`` as the hardware twin orders it, one subtile at a time."""
-        cta, k, env = self.cta, self.k, self.env
+        cta, k = self.cta, self.k
         cfg, t = k.cfg, k.timing
         release_ld = k.knobs.releases("epi_load")
         allowed = max(0, cfg.epilogue_store_stages - 2)
         for s in range(cfg.epi_subtiles):
-            t0 = env.now
+            t0 = self._time()
             if cfg.read_c:
                 ev = cta.epi_load.consumer_wait(ld_state, self.who)
                 if ev is not None:
-                    tw = env.now
+                    tw = self._time()
                     yield ev
                     self._waited("epi_load.full", ld_state.index, tw, tile, s)
                 if release_ld:
@@ -547,11 +545,11 @@ class Consumer(Role):
                     cta.epi_load.consumer_release(ld_state, self.who, self.threads)
                 ld_state.advance()
             # visit + convert + stmatrix into the store buffer, on the SM's ALUs and SMEM port.
-            now = env.now
+            now = self._time()
             start = cta.alu_free if cta.alu_free > now else now
             end = start + t.epi_subtile_cycles
             cta.alu_free = end
-            yield env.timeout(end - now)
+            yield self._sleep(end - now)
             if self.issues_stores:
                 # cp.async.bulk.wait_group.read(store_stages - 2): the buffer the next subtile writes is free.
                 self._retire_stores()
@@ -561,17 +559,17 @@ class Consumer(Role):
                     self._retire_stores()
             ev = cta.epilogue_barrier.arrive_and_wait(self.threads, self.who)
             yield from self.block(ev, "epilogue.barrier", -1, tile, s)
-            yield env.timeout(t.named_barrier_cycles)
+            yield self._sleep(t.named_barrier_cycles)
             if self.issues_stores:
                 read_out, written = k.issue_store(cta, tile, s, self)
                 self.stores.append(read_out)
                 if written > self.last_write:
                     self.last_write = written
-            self.span("epilogue", t0, env.now, tile=tile, k_block=s)
+            self.span("epilogue", t0, self._time(), tile=tile, k_block=s)
 
     def _retire_stores(self) -> None:
         """Forget stores whose SMEM read is done (read-out times grow in issue order)."""
-        now = self.env.now
+        now = self._time()
         st = self.stores
         while st and st[0] <= now:
             st.pop(0)

@@ -1,4 +1,4 @@
-"""The part of an event loop the protocol primitives call: the current time, new events, scheduling.
+"""The part of an event loop the model calls directly: the current time, new events, scheduling.
 
 A barrier wakes the roles that wait on it by scheduling their events; it reads the time to stamp
 waits and to apply arrivals recorded for later. SimPy's ``Environment`` provides that as it is
@@ -28,6 +28,10 @@ class EventLoop:
 
     def schedule(self, event, priority: int = NORMAL, delay: float = 0.0) -> None:
         """Trigger ``event`` ``delay`` cycles from now (``priority``: SimPy's)."""
+        raise NotImplementedError
+
+    def timeout(self, delay: float, value=None):
+        """A new event that triggers ``delay`` cycles from now."""
         raise NotImplementedError
 
     def call_later(self, delay: float, fn, args: tuple) -> None:
