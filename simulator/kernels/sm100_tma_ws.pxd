@@ -38,6 +38,7 @@ cdef class Cta:
     cdef public double tc_free
     cdef public double ingress_free
     cdef public tuple load_plan
+    cdef public list tma_dests
     cdef public long long load_bytes
 
 

@@ -663,6 +663,10 @@ class Sm100GemmTmaWarpSpecialized:
                 peers = [getattr(c, p) for c in cl.ctas]
                 for c in cl.ctas:
                     getattr(c, p).peers = peers
+            for c in cl.ctas:
+                # Where this CTA's K-block loads complete-tx: the full barriers of each receiving
+                # MMA leader and the bytes it gets (load_plan), resolved once.
+                c.tma_dests = [(cl.ctas[lead].mainloop.full, nbytes) for lead, nbytes in c.load_plan[3]]
         for cl in self.clusters:
             for c in cl.ctas:
                 roles: list[Role] = [Mma(c), MainloopLoad(c), Epilogue(c)]
@@ -772,10 +776,8 @@ class Sm100GemmTmaWarpSpecialized:
             if cta.ingress_free + lat > land:
                 land = cta.ingress_free + lat
         # The bytes complete-tx on each receiving MMA leader's full barrier when they land.
-        ctas = cta.cluster.ctas
-        for lead, nbytes in cta.load_plan[3]:
-            leader: Cta = ctas[lead]
-            full: MBarrier = leader.mainloop.full[stage]
+        for fulls, nbytes in cta.tma_dests:
+            full: MBarrier = fulls[stage]
             full.complete_tx_at(land, nbytes)
         self.stats.tx_landed += cta.load_bytes
         if role.tr is not None:
