@@ -684,7 +684,10 @@ class Sm90GemmTmaWarpSpecialized:
             # The last K-block reaches past K: TMA zero-fills the rest.
             a_bytes = a_bytes * self.k_tail_num // self.tile_k
             b_bytes = b_bytes * self.k_tail_num // self.tile_k
-        land = max(mem.load(now, a_key + kb, a_bytes), mem.load(now, b_key + kb, b_bytes))
+        # A's load is issued before B's (two statements: compiled, max(f(), g()) may call g first).
+        a_land = mem.load(now, a_key + kb, a_bytes)
+        b_land = mem.load(now, b_key + kb, b_bytes)
+        land = a_land if a_land > b_land else b_land
         # Each slice's bytes complete-tx on the full barrier of every receiving CTA when they land.
         a, b = self.a_slice, self.b_slice
         for c in cta.a_dst:
