@@ -259,7 +259,7 @@ def add_validate_parser(sub):
                                                  "(.png, .svg or .pdf)")
     p.add_argument("--sms", default=None, help="SMs (simulated numbering) for --plot, e.g. 0,1 or 0-3")
     from simulator.views.cli import add_run_arguments
-    add_run_arguments(p)
+    add_run_arguments(p, engine=False)
     return p
 
 

@@ -285,6 +285,7 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     knobs.check()
     cfg = cfg.resolved(arch)
     cfg.can_implement(arch, allow_protocol_experiments=allow_protocol_experiments or not knobs.is_default)
+    knobs.check_applies(cfg)   # a knob aimed at a pipeline this run never uses is an error, not a no-op
     kernel_cls = _kernel_class(cfg)
     if max_events is not None:
         if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 1:

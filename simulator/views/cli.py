@@ -55,8 +55,8 @@ EXIT_CODES = {
 }
 
 #: A run estimated at more events than this prints the estimate and shows progress on stderr.
-#: The reference engine runs about 100k events/s on this project's 2-core VM
-#: (``python benchmarks/sim_speed.py``), so this is a run of about 3 s or more.
+#: The fast engine runs about 0.7M events/s on this project's 2-core VM, the reference engine about
+#: 0.3M (``python benchmarks/sim_speed.py``): this is a run of roughly half a second to a second or more.
 PROGRESS_MIN_EVENTS = 300_000
 #: File endings ``wsim simulate --trace`` writes: the shared trace format, or Perfetto JSON.
 TRACE_SUFFIXES = (".npz", ".json", ".json.gz")
@@ -134,11 +134,15 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
                    help="Sched does not wait for the CLC throttle (SM100 with the clc scheduler only)")
 
 
-def add_run_arguments(s: argparse.ArgumentParser) -> None:
-    """How a simulation runs: its event budget."""
+def add_run_arguments(s: argparse.ArgumentParser, *, engine: bool = True) -> None:
+    """How a simulation runs: its event budget (and, where one run is simulated, the engine)."""
     s.add_argument("--max-events", type=_max_events, default=DEFAULT_MAX_EVENTS, metavar="N",
                    help=f"stop a run that needs more than N events (default {DEFAULT_MAX_EVENTS:,}; 0 = no "
                         "limit); runs estimated above it are refused before they start")
+    if engine:
+        s.add_argument("--engine", choices=("fast", "reference"), default="fast",
+                       help="fast (default: the same model on a compiled event loop, bit-identical results) "
+                            "or reference (SimPy)")
 
 
 def _add_simulate_parser(sub) -> argparse.ArgumentParser:
@@ -468,7 +472,7 @@ def simulate_command(args) -> int:
     r.can_implement(arch, allow_protocol_experiments=not knobs.is_default)
     trace_sms = check_trace_sms(args.trace_sms, "--trace-sms", r, arch) if args.trace_sms else None
     res = run_simulation(cfg, arch, knobs=knobs, max_events=args.max_events, trace=trace_path is not None,
-                         trace_sms=trace_sms)
+                         trace_sms=trace_sms, engine=args.engine)
     written = None
     if trace_path is not None and res.trace is not None:
         written = _write_trace(res, trace_path, explicit_sms=trace_sms is not None)

@@ -61,7 +61,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--n", type=int, default=None, dest="plot_n", metavar="N")
     g.add_argument("--k", type=int, default=None, dest="plot_k", metavar="K")
     from simulator.views.cli import add_run_arguments
-    add_run_arguments(g)
+    add_run_arguments(g, engine=False)
 
 
 # -- parsing --------------------------------------------------------------------------------
