@@ -143,11 +143,26 @@ def test_cli_sweep_grid(tmp_path):
     assert all(r["status"] == "ok" and float(r["time_us"]) > 0 and r["m"] == "1024" for r in got)
 
 
+def test_cli_max_events_reads_as_wsim_simulate_does(tmp_path):
+    """0 = no limit (as ``wsim simulate --max-events 0``), a budget too small is an error row."""
+    out = tmp_path / "e.csv"
+    common = ("--set", "m=256", "--set", "n=256", "--set", "k=256", "--backend", "serial", "--no-progress")
+    p = _wsim("sweep", *common, "--max-events", "0", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert [r["status"] for r in csv.DictReader(out.open())] == ["ok"]
+    p = _wsim("sweep", *common, "--max-events", "10", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    (row,) = csv.DictReader(out.open())
+    assert row["status"] == "error" and "max_events=10" in row["error"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--grid", "mma_tile_n=64,x"], "mma_tile_n='x' (--grid mma_tile_n): expected an integer"),
     (["--grid", "tile_n=64"], "tile_n='64' (--grid tile_n): not a field of Sm100GemmConfig"),
     (["--grid", "mma_tile_n=64,,128"], "empty value"),
     (["--set", "m"], "--set 'm': expected FIELD=VALUE"),
+    (["--max-events", "-1", "--set", "m=128"], "--max-events='-1': must be a whole number of events (0 = no limit)"),
+    (["--max-events", "lots", "--set", "m=128"], "--max-events='lots': must be a whole number"),
     (["--workers", "0"], "--workers='0': must be a positive integer"),
     (["--backend", "mpi"], "--backend='mpi': unknown; valid: process, serial, ray"),
     (["--out", "x.txt", "--set", "m=128"], "unknown format '.txt'"),

@@ -32,7 +32,8 @@ def add_sweep_parser(sub):
     s.add_argument("--workers", metavar="N", help="worker processes (default: every CPU this process may use)")
     s.add_argument("--backend", default="process", help="process (default), serial or ray")
     s.add_argument("--ray-address", metavar="ADDR", help="Ray cluster to attach to (default: $RAY_ADDRESS or local)")
-    s.add_argument("--max-events", metavar="N", help="event budget of each run (configs over it become error rows)")
+    s.add_argument("--max-events", metavar="N", help="event budget of each run (configs over it become error rows; "
+                   "0 = no limit; default: simulate's, as for wsim simulate)")
     s.add_argument("--engine", default=None, help="simulation engine: fast or reference (default: simulate's)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     return s
@@ -46,6 +47,20 @@ def positive_int(text: str, flag: str) -> int:
     if v < 1:
         raise ConfigError(f"{flag}={text!r}: must be a positive integer")
     return v
+
+
+def max_events_arg(text: str | None):
+    """``--max-events`` of sweep and tune, read as ``wsim simulate`` reads it: a whole number, 0 for no
+    limit (None); not given: simulate's default budget (``...``)."""
+    if text is None:
+        return ...
+    try:
+        v = int(text)
+    except (TypeError, ValueError):
+        v = -1
+    if v < 0:
+        raise ConfigError(f"--max-events={text!r}: must be a whole number of events (0 = no limit)")
+    return None if v == 0 else v
 
 
 def split_kv(text: str, flag: str) -> tuple[str, str]:
@@ -111,7 +126,7 @@ def run_sweep_cmd(args) -> int:
     arch = arch_from_args(args.arch, args.arch_set)
     cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
     workers = positive_int(args.workers, "--workers") if args.workers is not None else None
-    max_events = positive_int(args.max_events, "--max-events") if args.max_events is not None else ...
+    max_events = max_events_arg(args.max_events)
     if args.backend not in BACKENDS:
         raise ConfigError(f"--backend={args.backend!r}: unknown; valid: {', '.join(BACKENDS)}")
     if args.engine is not None and args.engine not in ("fast", "reference"):

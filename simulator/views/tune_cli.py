@@ -32,7 +32,8 @@ def add_tune_parser(sub):
     s.add_argument("--out", metavar="FILE", help="write the whole ranked table (.csv, .json or .jsonl)")
     s.add_argument("--workers", metavar="N", help="worker processes (default: every CPU this process may use)")
     s.add_argument("--backend", default="process", help="process (default), serial or ray")
-    s.add_argument("--max-events", metavar="N", help="event budget of each run")
+    s.add_argument("--max-events", metavar="N", help="event budget of each run (0 = no limit; default: simulate's, "
+                   "as for wsim simulate)")
     s.add_argument("--engine", default=None, help="simulation engine: fast or reference (default: simulate's)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     return s
@@ -42,7 +43,7 @@ def run_tune_cmd(args) -> int:
     from simulator.engine.sweep import BACKENDS, FORMATS
     from simulator.engine.tune import SEARCHES, tune
     from simulator.kernels.space import SPACES
-    from simulator.views.sweep_cli import arch_from_args, positive_int
+    from simulator.views.sweep_cli import arch_from_args, max_events_arg, positive_int
 
     m = positive_int(args.m, "--m")
     n = positive_int(args.n, "--n")
@@ -50,7 +51,7 @@ def run_tune_cmd(args) -> int:
     top = positive_int(args.top, "--top")
     beam = positive_int(args.beam, "--beam")
     workers = positive_int(args.workers, "--workers") if args.workers is not None else None
-    max_events = positive_int(args.max_events, "--max-events") if args.max_events is not None else ...
+    max_events = max_events_arg(args.max_events)
     if args.space not in SPACES:
         raise ConfigError(f"--space={args.space!r}: unknown; valid: {', '.join(SPACES)}")
     if args.search not in SEARCHES:
