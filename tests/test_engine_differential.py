@@ -140,6 +140,7 @@ def _fingerprint_in_subprocess(pure: bool) -> dict:
             "from tests.test_engine_differential import SM100_CASES, SM90_CASES\n"
             "from simulator.engine.run import simulate\n"
             "out = {'compiled': _native.COMPILED}\n"
+            "out['note'] = simulate(SM100_CASES['clc 4x1 2-SM'][0], engine='fast').engine_note\n"
             "for name, (cfg, arch) in {**SM100_CASES, **SM90_CASES}.items():\n"
             "    out[name] = simulate(cfg, arch, engine='fast').fingerprint()\n"
             "json.dump(out, sys.stdout)\n")
@@ -159,8 +160,11 @@ def test_pure_python_fallback_gives_the_same_results():
     the reference engine."""
     pure = _fingerprint_in_subprocess(pure=True)
     assert pure.pop("compiled") is False
+    # the result (and the report's last line) says which core ran, and why not the compiled one
+    assert pure.pop("note") == f"pure-Python core ({_native.PURE_PYTHON_ENV}=1): same results, slower"
     default = _fingerprint_in_subprocess(pure=False)
-    default.pop("compiled")
+    compiled, note = default.pop("compiled"), default.pop("note")
+    assert note == "compiled core" if compiled else note.startswith("pure-Python core (")
     assert pure == default
     ref = json.loads(json.dumps(simulate(*SM100_CASES["clc 4x1 2-SM"], engine="reference").fingerprint()))
     assert pure["clc 4x1 2-SM"] == ref

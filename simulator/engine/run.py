@@ -11,7 +11,7 @@ bit-identical results (``SimResult.fingerprint``; ``tests/test_engine_differenti
 
 * ``"fast"`` (default): :class:`~simulator.engine.fast_env.FastEnv`, an event loop with SimPy's
   event order and none of its per-event machinery, over the compiled core when it is built
-  (``simulator/_native.py``; ``result.engine_note`` says when it runs as pure Python);
+  (``simulator/_native.py``; ``result.engine_note`` says which core ran, and why not the compiled one);
 * ``"reference"``: SimPy itself (:class:`ReferenceEnvironment`), the readable baseline.
 """
 
@@ -270,8 +270,8 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     if engine not in ("reference", "fast"):
         raise ConfigError(f"engine={engine!r}: unknown; valid: fast, reference")
     engine_note = ""
-    if engine == "fast" and not _native.COMPILED:
-        engine_note = f"fast engine on its {_native.status()}: same results, slower"
+    if engine == "fast":      # which core ran: "compiled core", or why it is pure Python
+        engine_note = _native.status() + ("" if _native.COMPILED else ": same results, slower")
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     arch = arch if arch is not None else default_arch_for(cfg)
     if clock is not None:
