@@ -25,7 +25,7 @@ Pipelines (producer -> consumer: what one stage carries):
   (AtomThrShape x 128 arrivals on the leader): one output tile's accumulator in TMEM;
 * clc ``PipelineCLCFetchAsync``: Sched of CTA 0 (16 B response, tx) -> every role of every CTA: next tile id;
 * clc_throttle ``PipelineAsync``: MainloopLoad of CTA 0 -> Sched: permission for one more query;
-* epi_load ``PipelineTmaAsync``: EpilogueLoad -> Epilogue: one C subtile;
+* epi_load ``PipelineTransactionAsync``: EpilogueLoad (TMA, expect-tx bytes) -> Epilogue: one C subtile;
 * epi_store ``PipelineTmaStore``: Epilogue -> TMA store unit: one D subtile (bounded outstanding stores).
 
 Plus the load-order barrier (mainloop prologue before C loads), the TMEM-allocation named
