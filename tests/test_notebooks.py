@@ -38,4 +38,5 @@ def test_quickstart_notebook_executes_and_shows_its_figures(monkeypatch):
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "predicted time" in text                       # the simulation's report
     assert "DEADLOCK" in text or "arrived for phase" in text   # the what-if's finding
+    assert "best:" in text                                # simulator.tune's ranked table
     assert "tile order:" in text                          # the comparison with the H200 run
