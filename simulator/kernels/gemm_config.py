@@ -320,13 +320,6 @@ def check_fields(cfg: Any) -> None:
             raise ConfigError(f"{f.name}={v}: {_POSITIVE_RULE.get(f.name, 'must be a positive integer')}")
 
 
-def check_int_fields(cfg: Any, names: tuple[str, ...]) -> None:
-    for name in names:
-        v = getattr(cfg, name)
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise ConfigError(f"{name}={v!r}: must be a positive integer")
-
-
 def check_acc_dtype(ab: str, acc: str, where: str) -> None:
     """f32 accumulation always; f16 accumulation only for fp16 / fp8 inputs (not bf16 or tf32)."""
     if acc == "f32":

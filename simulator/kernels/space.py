@@ -28,7 +28,7 @@ Named spaces (:func:`make_space`):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -361,8 +361,3 @@ def make_space(space: str, arch_sm: int, m: int, n: int, k: int, dtype: str = "b
     if canonical_dtype(dtype) != "fp16" or dtype_d not in (None, "fp16"):
         raise ConfigError(f"dtype={dtype!r}: the gemm-model space is its fp16 runs (fp16 in and out)")
     return gemm_model_space(m, n, k)
-
-
-def iter_fields(cfg) -> Iterator[tuple[str, Any]]:
-    for f in fields(cfg):
-        yield f.name, getattr(cfg, f.name)

@@ -88,11 +88,6 @@ def _mix(color: str, white: float) -> tuple[float, float, float]:
     return (r + (1 - r) * white, g + (1 - g) * white, b + (1 - b) * white)
 
 
-def _dark(color: str, f: float = 0.55) -> tuple[float, float, float]:
-    r, g, b = to_rgb(color)
-    return (r * f, g * f, b * f)
-
-
 def barrier_style(barrier: str) -> dict[str, Any]:
     """Face colour, hatch and hatch colour of waits on ``barrier`` (stable across plots)."""
     pipe, _, side = barrier.partition(".")
