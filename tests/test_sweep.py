@@ -156,6 +156,14 @@ def test_cli_max_events_reads_as_wsim_simulate_does(tmp_path):
     assert row["status"] == "error" and "max_events=10" in row["error"]
 
 
+def test_cli_says_when_the_core_runs_as_pure_python():
+    env = dict(os.environ, WSIM_PURE_PYTHON="1")
+    p = _wsim("sweep", "--set", "m=256", "--set", "n=256", "--set", "k=256", "--backend", "serial", "--no-progress",
+              env=env)
+    assert p.returncode == 0, p.stderr
+    assert "pure-Python core (WSIM_PURE_PYTHON=1): same results, several times slower" in p.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--grid", "mma_tile_n=64,x"], "mma_tile_n='x' (--grid mma_tile_n): expected an integer"),
     (["--grid", "tile_n=64"], "tile_n='64' (--grid tile_n): not a field of Sm100GemmConfig"),

@@ -39,6 +39,16 @@ def add_sweep_parser(sub):
     return s
 
 
+def note_core() -> None:
+    """Say on stderr when the simulator's hot modules run as pure Python (a stale or missing build):
+    a sweep or a tune then takes several times as long, with the same results."""
+    from simulator import _native
+
+    if not _native.COMPILED:
+        print(f"wsim: note: the simulator runs on its {_native.status()}: same results, several times slower",
+              file=sys.stderr)
+
+
 def positive_int(text: str, flag: str) -> int:
     try:
         v = int(text)
@@ -132,6 +142,7 @@ def run_sweep_cmd(args) -> int:
     if args.engine is not None and args.engine not in ("fast", "reference"):
         raise ConfigError(f"--engine={args.engine!r}: unknown; valid: fast, reference")
     configs = build_configs(args, cls)
+    note_core()
     rows = []
     try:
         rows = run_sweep(configs, arch, workers=workers, progress=not args.no_progress, out=args.out,

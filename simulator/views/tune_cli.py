@@ -43,7 +43,7 @@ def run_tune_cmd(args) -> int:
     from simulator.engine.sweep import BACKENDS, FORMATS
     from simulator.engine.tune import SEARCHES, tune
     from simulator.kernels.space import SPACES
-    from simulator.views.sweep_cli import arch_from_args, max_events_arg, positive_int
+    from simulator.views.sweep_cli import arch_from_args, max_events_arg, note_core, positive_int
 
     m = positive_int(args.m, "--m")
     n = positive_int(args.n, "--n")
@@ -63,6 +63,7 @@ def run_tune_cmd(args) -> int:
     if args.out and not args.out.lower().endswith(FORMATS):
         raise ConfigError(f"--out {args.out}: unknown format; valid: {', '.join(FORMATS)}")
     arch = arch_from_args(args.arch, args.arch_set)
+    note_core()
     res = tune(m, n, k, dtype=args.dtype, dtype_d=args.dtype_d, arch=arch, space=args.space, top=top,
                search=args.search, beam=beam, prune=False if args.no_prune else None, workers=workers,
                progress=not args.no_progress, backend=args.backend, max_events=max_events, engine=args.engine,
