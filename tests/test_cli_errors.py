@@ -371,9 +371,9 @@ def test_trace_sms_partly_outside_warns(tmp_path, capsys):
 
 
 def test_long_run_prints_estimate_and_progress(monkeypatch, capsys):
-    import simulator.views.cli as cli
+    import simulator.views.run_args as run_args
 
-    monkeypatch.setattr(cli, "PROGRESS_MIN_EVENTS", 1)
+    monkeypatch.setattr(run_args, "PROGRESS_MIN_EVENTS", 1)
     rc, out, err = _run(["simulate", "--m", "4096", "--n", "4096", "--k", "8192"], capsys)
     assert rc == 0 and "predicted time" in out
     first, *rest = err.strip().splitlines()
@@ -384,7 +384,7 @@ def test_long_run_prints_estimate_and_progress(monkeypatch, capsys):
 def test_progress_bar_on_a_terminal():
     import io
 
-    from simulator.views.cli import ProgressReporter
+    from simulator.views.run_args import ProgressReporter
 
     class Tty(io.StringIO):
         def isatty(self):

@@ -11,7 +11,8 @@ from trace_fixtures import make_sm90_trace, make_sm100_trace
 from simulator.views import plots
 from simulator.views.breakdown import SelectionError
 from simulator.views.plot_cli import main as plot_main
-from simulator.views.plot_cli import parse_sm_list, parse_window
+from simulator.views.plot_cli import parse_window
+from simulator.views.run_args import parse_sm_list
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,16 @@ from simulator.engine.trace import Trace, TraceFormatError, check_trace_file
 from simulator.errors import ConfigError
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.machine.arch import ArchSpec
-from simulator.views.breakdown import role_breakdown
+from simulator.views.breakdown import check_sms, role_breakdown
+from simulator.views.plot_cli import use_headless_backend
+from simulator.views.run_args import (
+    ArgError,
+    OneLineParser,
+    add_run_arguments,
+    check_output_file,
+    parse_sm_list,
+    run_command,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_GLOB = "measured_*trace-kblock*.npz"
@@ -252,29 +261,29 @@ def format_comparison(c: Comparison) -> str:
 
 
 def add_validate_parser(sub):
+    """Add ``validate`` to ``wsim``'s sub-parsers and return it."""
     p = sub.add_parser("validate", help="compare the SM90 model with a measured H200 trace (CPU only)")
+    add_validate_arguments(p)
+    return p
+
+
+def add_validate_arguments(p) -> None:
     p.add_argument("measured", nargs="?", help=f"measured trace .npz (default: {RESULTS.name}/{DEFAULT_GLOB})")
     p.add_argument("--json", action="store_true", help="print machine-readable results")
     p.add_argument("--plot", metavar="PNG", help="also draw simulated and measured timelines on one time axis "
                                                  "(.png, .svg or .pdf)")
     p.add_argument("--sms", default=None, help="SMs (simulated numbering) for --plot, e.g. 0,1 or 0-3")
-    from simulator.views.cli import add_run_arguments
     add_run_arguments(p, engine=False)
-    return p
 
 
 def run_validate(args) -> int:
-    from simulator.views.breakdown import check_sms
-    from simulator.views.cli import check_output_file
-    from simulator.views.plot_cli import PlotArgError, parse_sm_list, use_headless_backend
-
     sms = None
     if args.sms is not None:
         if not args.plot:
             raise ConfigError(f"--sms {args.sms}: selects the SMs that --plot draws; give --plot FILE.png too")
         try:
             sms = parse_sm_list(args.sms, "--sms")
-        except PlotArgError as e:
+        except ArgError as e:
             raise ConfigError(str(e)) from None
     if args.plot:
         check_output_file(args.plot, "--plot", (".png", ".svg", ".pdf"), "plots")
@@ -305,9 +314,9 @@ def with_simulated_sm_numbers(meas: Trace) -> Trace:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m validation.compare`` = ``wsim validate`` (same arguments, errors and exit codes)."""
-    from simulator.views.cli import main as wsim_main
-
-    return wsim_main(["validate", *(sys.argv[1:] if argv is None else argv)])
+    p = OneLineParser(prog="wsim validate", description="Compare the SM90 model with a measured H200 trace.")
+    add_validate_arguments(p)
+    return run_command(run_validate, p.parse_args(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

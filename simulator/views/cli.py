@@ -25,26 +25,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from simulator.engine.run import DEFAULT_MAX_EVENTS, estimate_events
-from simulator.engine.trace import TraceFormatError
-from simulator.errors import ConfigError, SimulationLimitError
+from simulator.errors import ConfigError
 from simulator.kernels.config_io import config_from_mapping, load_run_file
 from simulator.kernels.gemm_config import field_hints
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec, get_arch
 from simulator.protocol.knobs import ProtocolKnobs
+from simulator.views.plot_cli import PERFETTO_ALL_SMS_LIMIT, add_plot_parser, run_plot
+from simulator.views.run_args import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    OneLineParser,
+    add_run_arguments,
+    check_output_file,
+    check_trace_sms,
+    run_command,
+    run_simulation,
+    warn,
+)
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_DEADLOCK, EXIT_VIOLATIONS, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_DEADLOCK, EXIT_VIOLATIONS = 3, 4
 EXIT_CODES = {
     EXIT_OK: "done",
     EXIT_INTERNAL: "internal error (a bug in wsim, not in the input)",
@@ -54,10 +64,6 @@ EXIT_CODES = {
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
-#: A run estimated at more events than this prints the estimate and shows progress on stderr.
-#: The fast engine runs about 0.7M events/s on this project's 2-core VM, the reference engine about
-#: 0.3M (``python benchmarks/sim_speed.py``): this is a run of roughly half a second to a second or more.
-PROGRESS_MIN_EVENTS = 300_000
 #: File endings ``wsim simulate --trace`` writes: the shared trace format, or Perfetto JSON.
 TRACE_SUFFIXES = (".npz", ".json", ".json.gz")
 
@@ -93,20 +99,6 @@ def _kv(s: str) -> tuple[str, str]:
     return k.strip(), v.strip()
 
 
-def _max_events(s: str) -> int | None:
-    if not re.fullmatch(r"\s*\+?\d+\s*", s):
-        raise argparse.ArgumentTypeError(f"{s!r} is not a whole number of events (0 = no limit)")
-    n = int(s)
-    return None if n == 0 else n
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (the value and what was expected), exit status 2."""
-
-    def error(self, message: str):  # noqa: D401 - argparse API
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 # ------------------------------------------------------------------------------------ arguments
 def add_config_arguments(s: argparse.ArgumentParser) -> None:
     """The inputs of one simulation: arch, TOML file, every config field, arch overrides, knobs."""
@@ -134,17 +126,6 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
                    help="Sched does not wait for the CLC throttle (SM100 with the clc scheduler only)")
 
 
-def add_run_arguments(s: argparse.ArgumentParser, *, engine: bool = True) -> None:
-    """How a simulation runs: its event budget (and, where one run is simulated, the engine)."""
-    s.add_argument("--max-events", type=_max_events, default=DEFAULT_MAX_EVENTS, metavar="N",
-                   help=f"stop a run that needs more than N events (default {DEFAULT_MAX_EVENTS:,}; 0 = no "
-                        "limit); runs estimated above it are refused before they start")
-    if engine:
-        s.add_argument("--engine", choices=("fast", "reference"), default="fast",
-                       help="fast (default: the same model on a compiled event loop, bit-identical results) "
-                            "or reference (SimPy)")
-
-
 def _add_simulate_parser(sub) -> argparse.ArgumentParser:
     s = sub.add_parser("simulate", help="predict time, throughput, per-role waits and deadlocks of one GEMM",
                        description="Simulate one GEMM launch. Exit codes: "
@@ -158,22 +139,12 @@ def _add_simulate_parser(sub) -> argparse.ArgumentParser:
     return s
 
 
-def _add_plot_parser(sub) -> argparse.ArgumentParser:
-    from simulator.views.plot_cli import add_plot_parser
-    return add_plot_parser(sub)
-
-
 def _add_validate_parser(sub) -> argparse.ArgumentParser | None:
     try:
         from validation.compare import add_validate_parser
     except ImportError:  # pragma: no cover - validation is installed with the package
         return None
     return add_validate_parser(sub)
-
-
-def _run_plot(args) -> int:
-    from simulator.views.plot_cli import run_plot
-    return run_plot(args)
 
 
 def _run_validate(args) -> int:
@@ -193,7 +164,7 @@ def _lazy(module: str, name: str):
 #: name -> (add the sub-parser to argparse's sub-parsers, run it with the parsed args -> exit code).
 COMMANDS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int]]] = {
     "simulate": (_add_simulate_parser, cmd_simulate),
-    "plot": (_add_plot_parser, _run_plot),
+    "plot": (add_plot_parser, run_plot),
     "validate": (_add_validate_parser, _run_validate),
     "sweep": (lambda sub: _lazy("simulator.views.sweep_cli", "add_sweep_parser")(sub),
               lambda args: _lazy("simulator.views.sweep_cli", "run_sweep_cmd")(args)),
@@ -205,19 +176,15 @@ COMMANDS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int]]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="wsim", description="Cycle-approximate simulator of warp-specialized GEMM kernels",
-                epilog="exit codes: " + "; ".join(f"{c} {d}" for c, d in EXIT_CODES.items()))
-    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    p = OneLineParser(prog="wsim", description="Cycle-approximate simulator of warp-specialized GEMM kernels",
+                      epilog="exit codes: " + "; ".join(f"{c} {d}" for c, d in EXIT_CODES.items()))
+    sub = p.add_subparsers(dest="command", parser_class=OneLineParser)
     for add, _ in COMMANDS.values():
         add(sub)
     return p
 
 
 # ------------------------------------------------------------------------------------ inputs
-def _warn(message: str) -> None:
-    print(f"wsim: warning: {message}", file=sys.stderr)
-
-
 def _number(option: str, key: str, text: str) -> int | float:
     """An arch override from the command line: an integer or a decimal number, nothing else."""
     t = text.strip()
@@ -325,7 +292,7 @@ def _unused_overrides(cfg, arch: ArchSpec) -> list[str]:
     return out
 
 
-def resolve_inputs(args, warn: Callable[[str], None] = _warn) -> tuple[Any, ArchSpec, ProtocolKnobs]:
+def resolve_inputs(args, warn: Callable[[str], None] = warn) -> tuple[Any, ArchSpec, ProtocolKnobs]:
     """Config, arch and knobs from the TOML file and the flags (flags win); every bad value is a
     ConfigError, settings that cannot affect the run are errors (knobs) or warnings (arch constants)."""
     where = args.config or "-"
@@ -336,128 +303,6 @@ def resolve_inputs(args, warn: Callable[[str], None] = _warn) -> tuple[Any, Arch
     for w in _unused_overrides(cfg, arch):
         warn(w)
     return cfg, arch, knobs
-
-
-def check_output_file(text: str, option: str, suffixes: tuple[str, ...], what: str) -> Path:
-    """An output path that can be written as given: a file name (not a directory) with one of
-    ``suffixes``, in a directory that exists and is writable. Checked before a run, not after."""
-    p = Path(text)
-    if text.endswith(("/", os.sep)) or p.is_dir():
-        raise ConfigError(f"{option} {text!r}: is a directory; give a file name, e.g. "
-                          f"{p / ('run' + suffixes[0])}")
-    if not p.name.lower().endswith(suffixes):
-        raise ConfigError(f"{option} {text!r}: {what} are written as {', '.join(suffixes)} (the ending picks "
-                          "the format); give a file name with one of these endings")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} is not writable")
-    return p
-
-
-def sms_in_run(cfg, arch: ArchSpec) -> int:
-    """How many SMs a run of resolved ``cfg`` uses: resident clusters x cluster size (SMs 0..n-1)."""
-    from simulator.kernels.scheduler import make_scheduler
-    return make_scheduler(cfg, arch).resident_clusters * cfg.cluster_size
-
-
-def _compact(sms: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5"."""
-    parts, start = [], None
-    for i, s in enumerate(sms):
-        if start is None:
-            start = s
-        if i + 1 == len(sms) or sms[i + 1] != s + 1:
-            parts.append(str(start) if start == s else f"{start}-{s}")
-            start = None
-    return ",".join(parts)
-
-
-def check_trace_sms(text: str, option: str, cfg, arch: ArchSpec, warn: Callable[[str], None] = _warn) -> list[int]:
-    """The SM list of ``option``, checked against the SMs the run uses: none of them is an error,
-    some missing is a warning."""
-    from simulator.views.plot_cli import PlotArgError, parse_sm_list
-    try:
-        sms = parse_sm_list(text, option)
-    except PlotArgError as e:
-        raise ConfigError(str(e)) from None
-    n = sms_in_run(cfg, arch)
-    if sms is None:
-        return list(range(n))
-    inside = sorted({s for s in sms if s < n})
-    if not inside:
-        raise ConfigError(f"{option} {text}: selects no SM of this run, which uses SMs 0-{n - 1} "
-                          f"({n} CTAs resident)")
-    outside = sorted({s for s in sms if s >= n})
-    if outside:
-        warn(f"{option}: SM(s) {_compact(outside)} are not in this run (it uses SMs 0-{n - 1}); "
-             f"tracing SM(s) {_compact(inside)}")
-    return inside
-
-
-# ------------------------------------------------------------------------------------ progress
-class ProgressReporter:
-    """Shows how far a long run is on ``stream`` (stderr): a one-line bar redrawn in place on a
-    terminal; elsewhere (a log, a pipe) a line at every further 10% of the output tiles."""
-
-    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.width = width
-        self.t0 = time.monotonic()
-        self.next_step = 0.1
-        self.drawn = False
-
-    def __call__(self, fraction: float) -> None:
-        fraction = min(1.0, max(0.0, float(fraction)))
-        elapsed = time.monotonic() - self.t0
-        if self.tty:
-            filled = int(round(fraction * self.width))
-            self.stream.write(f"\rwsim: [{'#' * filled}{'.' * (self.width - filled)}] {100 * fraction:3.0f}%  "
-                              f"{elapsed:.1f} s")
-            self.stream.flush()
-            self.drawn = True
-        elif fraction >= self.next_step:
-            self.stream.write(f"wsim: {100 * fraction:.0f}% of the output tiles done after {elapsed:.1f} s\n")
-            self.stream.flush()
-            while self.next_step <= fraction:
-                self.next_step += 0.1
-
-    def close(self) -> None:
-        if self.tty and self.drawn:
-            self.stream.write("\r" + " " * (self.width + 24) + "\r")
-            self.stream.flush()
-
-
-def progress_for(cfg, max_events: int | None, stream: TextIO | None = None) -> ProgressReporter | None:
-    """For a run of resolved ``cfg`` estimated above :data:`PROGRESS_MIN_EVENTS`: print the estimate
-    and return a reporter for ``simulate(progress=...)``; None for a short run (or one the event
-    budget refuses: the refusal says the estimate)."""
-    stream = stream if stream is not None else sys.stderr
-    est = estimate_events(cfg)
-    if est < PROGRESS_MIN_EVENTS or (max_events is not None and est > max_events):
-        return None
-    limit = f"; stops at max_events={max_events:,}" if max_events is not None else ""
-    print(f"wsim: this run simulates about {est:,} events (an estimate, within ~2x{limit}); "
-          "progress follows", file=stream)
-    return ProgressReporter(stream)
-
-
-def run_simulation(cfg, arch: ArchSpec, *, knobs: ProtocolKnobs | None = None, max_events: int | None,
-                   **kw) -> Any:
-    """``simulate()`` with an up-front estimate and progress on stderr for a long run."""
-    from simulator.engine import simulate
-    experiments = kw.pop("allow_protocol_experiments", False) or (knobs is not None and not knobs.is_default)
-    r = cfg.resolved(arch)
-    r.can_implement(arch, allow_protocol_experiments=experiments)
-    progress = progress_for(r, max_events)
-    try:
-        return simulate(cfg, arch, knobs=knobs, max_events=max_events, progress=progress,
-                        allow_protocol_experiments=experiments, **kw)
-    finally:
-        if progress is not None:
-            progress.close()
 
 
 # ------------------------------------------------------------------------------------ simulate
@@ -491,10 +336,9 @@ def simulate_command(args) -> int:
 
 def _write_trace(res, path: Path, explicit_sms: bool) -> Path:
     if len(res.trace) == 0:
-        _warn(f"the trace has no spans; writing an empty trace to {path}")
+        warn(f"the trace has no spans; writing an empty trace to {path}")
     if path.name.lower().endswith((".json", ".json.gz")):
         from simulator.views.perfetto import write_perfetto
-        from simulator.views.plot_cli import PERFETTO_ALL_SMS_LIMIT
         from simulator.views.plots import default_sms
         sms = None
         if not explicit_sms and len(res.trace) > PERFETTO_ALL_SMS_LIMIT:
@@ -507,20 +351,6 @@ def _write_trace(res, path: Path, explicit_sms: bool) -> Path:
 
 
 # ------------------------------------------------------------------------------------ main
-#: Exceptions that mean bad input (or an output that cannot be written): one line, exit 2.
-def _input_errors() -> tuple[type[BaseException], ...]:
-    from simulator.views.breakdown import SelectionError
-    from simulator.views.plot_cli import PlotArgError
-    return (ConfigError, TraceFormatError, SimulationLimitError, PlotArgError, SelectionError)
-
-
-def _one_line(e: BaseException) -> str:
-    if isinstance(e, OSError) and e.strerror:
-        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
-    text = " ".join(str(e).split("\n")).strip()
-    return text or type(e).__name__
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
@@ -531,25 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     if command is None:
         parser.print_help()
         return EXIT_USAGE
-    try:
-        return command[1](args)
-    except _input_errors() as e:
-        print(f"wsim: error: {_one_line(e)}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as e:
-        if isinstance(e, BrokenPipeError):  # output piped into head & co.
-            return EXIT_OK
-        print(f"wsim: error: {_one_line(e)}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("\nwsim: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as e:  # a bug: one line that says so; WSIM_TRACEBACK=1 shows where
-        if os.environ.get("WSIM_TRACEBACK"):
-            raise
-        print(f"wsim: internal error (a bug in wsim, not in your input): {type(e).__name__}: {_one_line(e)} "
-              "(set WSIM_TRACEBACK=1 to see where)", file=sys.stderr)
-        return EXIT_INTERNAL
+    return run_command(command[1], args)
 
 
 if __name__ == "__main__":  # pragma: no cover

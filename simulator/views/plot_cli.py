@@ -8,7 +8,8 @@
     wsim plot --m 4096 --n 4096 --k 4096 --what stalls
 
 Bad input (missing file, unknown SM, empty window, unknown --what) prints one line naming the
-value and exits 2. ``python -m simulator.views.plot_cli`` runs the same command on its own.
+value and exits 2. ``python -m simulator.views.plot_cli`` runs the same command on its own (its own
+parser, the same arguments and exit codes).
 """
 
 from __future__ import annotations
@@ -19,14 +20,33 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulator.engine.trace import Trace, TraceFormatError
+from simulator.errors import ConfigError, SimulationLimitError
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.arch import get_arch
+from simulator.protocol.knobs import PIPELINES
+from simulator.views.breakdown import (
+    SelectionError,
+    check_sms,
+    occupancy_series,
+    role_breakdown,
+    trace_extent,
+)
+from simulator.views.run_args import (
+    ArgError,
+    OneLineParser,
+    add_run_arguments,
+    check_trace_sms,
+    parse_sm_list,
+    run_command,
+    run_simulation,
+)
+
 WHATS = ("overview", "timeline", "occupancy", "stalls", "compare", "perfetto")
 _DEFAULT_OUT = {"perfetto": "wsim_trace.json"}
 #: Above this many spans a Perfetto export with no --sms keeps the default few SMs.
 PERFETTO_ALL_SMS_LIMIT = 300_000
-
-
-class PlotArgError(ValueError):
-    """Bad command-line input; the message names the value."""
 
 
 def add_plot_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -35,11 +55,11 @@ def add_plot_parser(subparsers: Any) -> argparse.ArgumentParser:
         "plot", help="timelines, stage occupancy, stall breakdowns, comparisons, Perfetto JSON",
         description="Plot a trace (.npz from Trace.save or `wsim simulate --trace`), compare two, or "
                     "simulate a config and plot it. Times are ns unless suffixed (us, µs, ms).")
-    _add_arguments(p)
+    add_plot_arguments(p)
     return p
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+def add_plot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="*", metavar="TRACE.npz",
                    help="0 traces: simulate (see --m/--n/--k); 1: plot it; 2: compare them")
     p.add_argument("--what", default=None, metavar="|".join(WHATS),
@@ -60,7 +80,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--m", type=int, default=None, dest="plot_m", metavar="M", help="GEMM M (default: the config default)")
     g.add_argument("--n", type=int, default=None, dest="plot_n", metavar="N")
     g.add_argument("--k", type=int, default=None, dest="plot_k", metavar="K")
-    from simulator.views.cli import add_run_arguments
     add_run_arguments(g, engine=False)
 
 
@@ -72,7 +91,7 @@ _UNIT_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, None: 1.0}
 def parse_window(text: str, extent: tuple[float, float]) -> tuple[float, float]:
     """``"START:END"`` in ns (or with a us/µs/ms suffix) -> (start_ns, end_ns); empty sides = trace ends."""
     if ":" not in text:
-        raise PlotArgError(f"--window {text!r}: expected START:END, e.g. 2us:6us")
+        raise ArgError(f"--window {text!r}: expected START:END, e.g. 2us:6us")
     a, b = text.split(":", 1)
     parsed = []
     for side in (a, b):
@@ -81,7 +100,7 @@ def parse_window(text: str, extent: tuple[float, float]) -> tuple[float, float]:
             continue
         m = _TIME_RE.match(side)
         if not m:
-            raise PlotArgError(f"--window {text!r}: {side!r} is not a time (a number, optionally with ns/us/ms)")
+            raise ArgError(f"--window {text!r}: {side!r} is not a time (a number, optionally with ns/us/ms)")
         parsed.append((float(m.group(1)), m.group(2)))
     units = {u for p in parsed if p is not None for u in [p[1]] if u is not None}
     default_unit = units.pop() if len(units) == 1 else None   # "2:6us" means 2us:6us
@@ -92,53 +111,21 @@ def parse_window(text: str, extent: tuple[float, float]) -> tuple[float, float]:
         else:
             w.append(p[0] * _UNIT_NS[p[1] if p[1] is not None else default_unit])
     if not w[1] > w[0]:
-        raise PlotArgError(f"--window {text!r} is empty: the end must be after the start")
+        raise ArgError(f"--window {text!r} is empty: the end must be after the start")
     return (w[0], w[1])
-
-
-def parse_sm_list(text: str, option: str = "--sms") -> list[int] | None:
-    """``"0,1,4-7"`` -> [0, 1, 4, 5, 6, 7]; ``"all"`` -> None (every SM). ``option`` names the
-    flag in error messages."""
-    if text.strip().lower() == "all":
-        return None
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
-        if m:
-            lo, hi = int(m.group(1)), int(m.group(2))
-            if hi < lo:
-                raise PlotArgError(f"{option} {text!r}: range {part!r} runs backwards")
-            out += list(range(lo, hi + 1))
-        elif part.isdigit():
-            out.append(int(part))
-        else:
-            raise PlotArgError(f"{option} {text!r}: {part!r} is not an SM number or a range like 0-7")
-    if not out:
-        raise PlotArgError(f"{option} {text!r}: no SMs given")
-    return out
 
 
 # -- running --------------------------------------------------------------------------------
 def _load(path: str):
-    from simulator.engine.trace import Trace
-
     p = Path(path)
     if not p.exists():
-        raise PlotArgError(f"trace file {path!r} does not exist")
+        raise ArgError(f"trace file {path!r} does not exist")
     if p.is_dir():
-        raise PlotArgError(f"trace file {path!r} is a directory")
+        raise ArgError(f"trace file {path!r} is a directory")
     return Trace.load(p)
 
 
 def _simulate(args, sms: list[int] | None):
-    from simulator.kernels.sm90_config import Sm90GemmConfig
-    from simulator.kernels.sm100_config import Sm100GemmConfig
-    from simulator.machine.arch import get_arch
-    from simulator.views.cli import check_trace_sms, run_simulation
-
     arch = get_arch(args.arch or "b200")
     cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
     kw = {k: v for k, v in (("m", args.plot_m), ("n", args.plot_n), ("k", args.plot_k)) if v is not None}
@@ -151,15 +138,12 @@ def _simulate(args, sms: list[int] | None):
     print(f"simulating {cfg.m}x{cfg.n}x{cfg.k} on {arch.name} ...", file=sys.stderr)
     res = run_simulation(cfg, arch, max_events=getattr(args, "max_events", None), trace=True, trace_sms=sms)
     if res.trace is None or len(res.trace) == 0:
-        raise PlotArgError("the simulation produced no trace")
+        raise ArgError("the simulation produced no trace")
     return res.trace
 
 
 def trace_pipelines(trace) -> list[str]:
     """The pipelines whose stage occupancy ``trace`` can show (counters, or spans to derive it from)."""
-    from simulator.protocol.knobs import PIPELINES
-    from simulator.views.breakdown import occupancy_series
-
     sms = sorted(set(trace.columns()["sm"].tolist()))[:1]
     return [p for p in PIPELINES if sms and occupancy_series(trace, p, sms=sms)[0]]
 
@@ -177,12 +161,12 @@ def _output(args, what: str) -> Path:
     suffixes = "".join(out.suffixes[-2:]).lower()
     if what == "perfetto":
         if not (suffixes.endswith(".json") or suffixes.endswith(".json.gz")):
-            raise PlotArgError(f"-o {str(out)!r}: --what perfetto writes .json or .json.gz")
+            raise ArgError(f"-o {str(out)!r}: --what perfetto writes .json or .json.gz")
     elif out.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise PlotArgError(f"-o {str(out)!r}: --what {what} writes .png, .svg or .pdf "
+        raise ArgError(f"-o {str(out)!r}: --what {what} writes .png, .svg or .pdf "
                            "(use --what perfetto for .json)")
     if out.parent and not out.parent.exists():
-        raise PlotArgError(f"-o {str(out)!r}: directory {str(out.parent)!r} does not exist")
+        raise ArgError(f"-o {str(out)!r}: directory {str(out.parent)!r} does not exist")
     return out
 
 
@@ -190,7 +174,7 @@ def _labels(args, paths: list[str], traces: list) -> tuple[str, str]:
     if args.labels:
         parts = [x.strip() for x in args.labels.split(",")]
         if len(parts) != 2 or not all(parts):
-            raise PlotArgError(f"--labels {args.labels!r}: give two names, e.g. simulated,measured")
+            raise ArgError(f"--labels {args.labels!r}: give two names, e.g. simulated,measured")
         return (parts[0], parts[1])
     srcs = [str(t.meta.get("source", "")) for t in traces]
     if len(set(srcs)) == 2 and all(srcs):
@@ -201,14 +185,10 @@ def _labels(args, paths: list[str], traces: list) -> tuple[str, str]:
 
 def run_plot(args) -> int:
     """Run ``wsim plot`` with parsed ``args``; returns the exit code (2 on bad input, one line)."""
-    from simulator.engine.trace import TraceFormatError
-    from simulator.errors import ConfigError, SimulationLimitError
-    from simulator.views.breakdown import SelectionError
-
     use_headless_backend()
     try:
         return _run(args)
-    except (PlotArgError, SelectionError, TraceFormatError, ConfigError, SimulationLimitError) as e:
+    except (ArgError, SelectionError, TraceFormatError, ConfigError, SimulationLimitError) as e:
         print(f"wsim plot: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     except OSError as e:  # an output that cannot be written
@@ -221,20 +201,19 @@ def run_plot(args) -> int:
 
 
 def _run(args) -> int:
-    from simulator.views import plots
-    from simulator.views.breakdown import check_sms, role_breakdown, trace_extent
+    from simulator.views import plots  # matplotlib: loaded when a plot is drawn
     from simulator.views.perfetto import to_perfetto, write_json
 
     what = args.what
     if what is not None and what not in WHATS:
-        raise PlotArgError(f"--what {what!r}: not one of {', '.join(WHATS)}")
+        raise ArgError(f"--what {what!r}: not one of {', '.join(WHATS)}")
     if len(args.traces) > 2:
-        raise PlotArgError(f"{len(args.traces)} traces given: plot takes one, or two to compare")
+        raise ArgError(f"{len(args.traces)} traces given: plot takes one, or two to compare")
     what = what or ("compare" if len(args.traces) == 2 else "overview")
     if what == "compare" and len(args.traces) != 2:
-        raise PlotArgError(f"--what compare needs two trace files (got {len(args.traces)})")
+        raise ArgError(f"--what compare needs two trace files (got {len(args.traces)})")
     if what != "compare" and len(args.traces) == 2:
-        raise PlotArgError(f"--what {what} takes one trace (got 2); use --what compare for two")
+        raise ArgError(f"--what {what} takes one trace (got 2); use --what compare for two")
     not_applying = [
         (args.pipeline is not None and what != "occupancy", f"--pipeline applies to --what occupancy, not {what}"),
         (args.per_sm and what != "stalls", f"--per-sm applies to --what stalls, not {what}"),
@@ -244,7 +223,7 @@ def _run(args) -> int:
     ]
     for applies_not, why in not_applying:
         if applies_not:
-            raise PlotArgError(why)
+            raise ArgError(why)
     args.pipeline = args.pipeline or "mainloop"
     sms = parse_sm_list(args.sms) if args.sms else None
     out = _output(args, what)
@@ -252,7 +231,7 @@ def _run(args) -> int:
     traces = [_load(p) for p in args.traces] or [_simulate(args, sms)]
     for t, p in zip(traces, args.traces or ["simulation"], strict=True):
         if len(t) == 0:
-            raise PlotArgError(f"trace {p!r} has no spans")
+            raise ArgError(f"trace {p!r} has no spans")
     tr = traces[0]
     window = None
     if args.window:
@@ -271,7 +250,7 @@ def _run(args) -> int:
     elif what == "occupancy":
         have = trace_pipelines(tr)
         if args.pipeline not in have:
-            raise PlotArgError(f"--pipeline {args.pipeline!r}: this trace has no stage occupancy for it; it has "
+            raise ArgError(f"--pipeline {args.pipeline!r}: this trace has no stage occupancy for it; it has "
                                f"{', '.join(have) if have else 'none'} (simulated traces show the mainloop, and "
                                "epi_load when C is read)")
         plots.plot_stage_occupancy(tr, args.pipeline, sms=sms, window_ns=window, path=out)
@@ -297,9 +276,10 @@ def _run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from simulator.views.cli import main as wsim_main
-
-    return wsim_main(["plot", *(sys.argv[1:] if argv is None else argv)])
+    """``python -m simulator.views.plot_cli`` = ``wsim plot`` (same arguments, errors and exit codes)."""
+    p = OneLineParser(prog="wsim plot", description="Plot a trace, compare two, or simulate a config and plot it.")
+    add_plot_arguments(p)
+    return run_command(run_plot, p.parse_args(sys.argv[1:] if argv is None else argv), prog="wsim plot")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,254 @@
+"""What the ``wsim`` sub-commands share: their exit codes and error handling (``run_command``),
+run arguments, SM lists, output paths, progress on stderr, and ``run_simulation`` (``simulate()``
+with an up-front estimate).
+
+``wsim`` (:mod:`simulator.views.cli`), ``wsim plot`` (:mod:`simulator.views.plot_cli`) and
+``wsim validate`` (:mod:`validation.compare`) import from here; this module imports none of them.
+Bad input raises :class:`ArgError`, :class:`~simulator.errors.ConfigError` (or another of
+:data:`INPUT_ERRORS`) with a message that names the value; :func:`run_command` turns it into one
+line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from simulator.engine.run import DEFAULT_MAX_EVENTS, estimate_events, simulate
+from simulator.engine.trace import TraceFormatError
+from simulator.errors import ConfigError, SimulationLimitError
+from simulator.kernels.scheduler import make_scheduler
+from simulator.machine.arch import ArchSpec
+from simulator.protocol.knobs import ProtocolKnobs
+from simulator.views.breakdown import SelectionError
+
+#: Exit codes every sub-command shares (``wsim simulate`` adds 3 and 4, see simulator.views.cli).
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: A run estimated at more events than this prints the estimate and shows progress on stderr.
+#: The fast engine runs about 0.7M events/s on this project's 2-core VM, the reference engine about
+#: 0.3M (``python benchmarks/sim_speed.py``): this is a run of roughly half a second to a second or more.
+PROGRESS_MIN_EVENTS = 300_000
+
+
+class ArgError(ValueError):
+    """Bad command-line input; the message names the value."""
+
+
+#: Exceptions that mean bad input (or an output that cannot be written): one line, exit 2.
+INPUT_ERRORS: tuple[type[BaseException], ...] = (ConfigError, TraceFormatError, SimulationLimitError, ArgError,
+                                                 SelectionError)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with one-line errors (the value and what was expected), exit status 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def warn(message: str) -> None:
+    print(f"wsim: warning: {message}", file=sys.stderr)
+
+
+def one_line(e: BaseException) -> str:
+    """An exception's message on one line (an OSError as ``file: reason``)."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    text = " ".join(str(e).split("\n")).strip()
+    return text or type(e).__name__
+
+
+def run_command(command: Callable[[Any], int], args: Any, prog: str = "wsim") -> int:
+    """Run a parsed sub-command and return its exit code: bad input (:data:`INPUT_ERRORS`, an
+    output that cannot be written) is one line and exit 2; Ctrl-C is 130; any other exception is a
+    bug of wsim, said so in one line with exit 1 (``WSIM_TRACEBACK=1`` re-raises it)."""
+    try:
+        return command(args)
+    except INPUT_ERRORS as e:
+        print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):  # output piped into head & co.
+            return EXIT_OK
+        print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bug: one line that says so; WSIM_TRACEBACK=1 shows where
+        if os.environ.get("WSIM_TRACEBACK"):
+            raise
+        print(f"{prog}: internal error (a bug in wsim, not in your input): {type(e).__name__}: {one_line(e)} "
+              "(set WSIM_TRACEBACK=1 to see where)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+# ------------------------------------------------------------------------------------ arguments
+def max_events_type(s: str) -> int | None:
+    """``--max-events`` text -> an event budget; 0 means no limit (None)."""
+    if not re.fullmatch(r"\s*\+?\d+\s*", s):
+        raise argparse.ArgumentTypeError(f"{s!r} is not a whole number of events (0 = no limit)")
+    n = int(s)
+    return None if n == 0 else n
+
+
+def add_run_arguments(s: argparse.ArgumentParser, *, engine: bool = True) -> None:
+    """How a simulation runs: its event budget (and, where one run is simulated, the engine)."""
+    s.add_argument("--max-events", type=max_events_type, default=DEFAULT_MAX_EVENTS, metavar="N",
+                   help=f"stop a run that needs more than N events (default {DEFAULT_MAX_EVENTS:,}; 0 = no "
+                        "limit); runs estimated above it are refused before they start")
+    if engine:
+        s.add_argument("--engine", choices=("fast", "reference"), default="fast",
+                       help="fast (default: the same model on a compiled event loop, bit-identical results) "
+                            "or reference (SimPy)")
+
+
+def check_output_file(text: str, option: str, suffixes: tuple[str, ...], what: str) -> Path:
+    """An output path that can be written as given: a file name (not a directory) with one of
+    ``suffixes``, in a directory that exists and is writable. Checked before a run, not after."""
+    p = Path(text)
+    if text.endswith(("/", os.sep)) or p.is_dir():
+        raise ConfigError(f"{option} {text!r}: is a directory; give a file name, e.g. "
+                          f"{p / ('run' + suffixes[0])}")
+    if not p.name.lower().endswith(suffixes):
+        raise ConfigError(f"{option} {text!r}: {what} are written as {', '.join(suffixes)} (the ending picks "
+                          "the format); give a file name with one of these endings")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} is not writable")
+    return p
+
+
+# ------------------------------------------------------------------------------------ SM lists
+def parse_sm_list(text: str, option: str = "--sms") -> list[int] | None:
+    """``"0,1,4-7"`` -> [0, 1, 4, 5, 6, 7]; ``"all"`` -> None (every SM). ``option`` names the
+    flag in error messages."""
+    if text.strip().lower() == "all":
+        return None
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if hi < lo:
+                raise ArgError(f"{option} {text!r}: range {part!r} runs backwards")
+            out += list(range(lo, hi + 1))
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            raise ArgError(f"{option} {text!r}: {part!r} is not an SM number or a range like 0-7")
+    if not out:
+        raise ArgError(f"{option} {text!r}: no SMs given")
+    return out
+
+
+def sms_in_run(cfg, arch: ArchSpec) -> int:
+    """How many SMs a run of resolved ``cfg`` uses: resident clusters x cluster size (SMs 0..n-1)."""
+    return make_scheduler(cfg, arch).resident_clusters * cfg.cluster_size
+
+
+def compact_sms(sms: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    parts, start = [], None
+    for i, s in enumerate(sms):
+        if start is None:
+            start = s
+        if i + 1 == len(sms) or sms[i + 1] != s + 1:
+            parts.append(str(start) if start == s else f"{start}-{s}")
+            start = None
+    return ",".join(parts)
+
+
+def check_trace_sms(text: str, option: str, cfg, arch: ArchSpec, warn: Callable[[str], None] = warn) -> list[int]:
+    """The SM list of ``option``, checked against the SMs the run uses: none of them is an error,
+    some missing is a warning."""
+    try:
+        sms = parse_sm_list(text, option)
+    except ArgError as e:
+        raise ConfigError(str(e)) from None
+    n = sms_in_run(cfg, arch)
+    if sms is None:
+        return list(range(n))
+    inside = sorted({s for s in sms if s < n})
+    if not inside:
+        raise ConfigError(f"{option} {text}: selects no SM of this run, which uses SMs 0-{n - 1} "
+                          f"({n} CTAs resident)")
+    outside = sorted({s for s in sms if s >= n})
+    if outside:
+        warn(f"{option}: SM(s) {compact_sms(outside)} are not in this run (it uses SMs 0-{n - 1}); "
+             f"tracing SM(s) {compact_sms(inside)}")
+    return inside
+
+
+# ------------------------------------------------------------------------------------ progress
+class ProgressReporter:
+    """Shows how far a long run is on ``stream`` (stderr): a one-line bar redrawn in place on a
+    terminal; elsewhere (a log, a pipe) a line at every further 10% of the output tiles."""
+
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.width = width
+        self.t0 = time.monotonic()
+        self.next_step = 0.1
+        self.drawn = False
+
+    def __call__(self, fraction: float) -> None:
+        fraction = min(1.0, max(0.0, float(fraction)))
+        elapsed = time.monotonic() - self.t0
+        if self.tty:
+            filled = int(round(fraction * self.width))
+            self.stream.write(f"\rwsim: [{'#' * filled}{'.' * (self.width - filled)}] {100 * fraction:3.0f}%  "
+                              f"{elapsed:.1f} s")
+            self.stream.flush()
+            self.drawn = True
+        elif fraction >= self.next_step:
+            self.stream.write(f"wsim: {100 * fraction:.0f}% of the output tiles done after {elapsed:.1f} s\n")
+            self.stream.flush()
+            while self.next_step <= fraction:
+                self.next_step += 0.1
+
+    def close(self) -> None:
+        if self.tty and self.drawn:
+            self.stream.write("\r" + " " * (self.width + 24) + "\r")
+            self.stream.flush()
+
+
+def progress_for(cfg, max_events: int | None, stream: TextIO | None = None) -> ProgressReporter | None:
+    """For a run of resolved ``cfg`` estimated above :data:`PROGRESS_MIN_EVENTS`: print the estimate
+    and return a reporter for ``simulate(progress=...)``; None for a short run (or one the event
+    budget refuses: the refusal says the estimate)."""
+    stream = stream if stream is not None else sys.stderr
+    est = estimate_events(cfg)
+    if est < PROGRESS_MIN_EVENTS or (max_events is not None and est > max_events):
+        return None
+    limit = f"; stops at max_events={max_events:,}" if max_events is not None else ""
+    print(f"wsim: this run simulates about {est:,} events (an estimate, within ~2x{limit}); "
+          "progress follows", file=stream)
+    return ProgressReporter(stream)
+
+
+def run_simulation(cfg, arch: ArchSpec, *, knobs: ProtocolKnobs | None = None, max_events: int | None,
+                   **kw) -> Any:
+    """``simulate()`` with an up-front estimate and progress on stderr for a long run."""
+    experiments = kw.pop("allow_protocol_experiments", False) or (knobs is not None and not knobs.is_default)
+    r = cfg.resolved(arch)
+    r.can_implement(arch, allow_protocol_experiments=experiments)
+    progress = progress_for(r, max_events)
+    try:
+        return simulate(cfg, arch, knobs=knobs, max_events=max_events, progress=progress,
+                        allow_protocol_experiments=experiments, **kw)
+    finally:
+        if progress is not None:
+            progress.close()
