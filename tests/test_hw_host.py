@@ -99,7 +99,7 @@ def test_span_and_clock_from_headers_and_footers():
 
 
 def test_campaign_plan_checks_and_compile_keys():
-    from hw_kernels.space import hw_space
+    from simulator.kernels.space import hw_space
     from validation.campaign import check_plan, plan
     p = plan()
     keys = check_plan(p)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from simulator.errors import ConfigError
@@ -53,7 +57,7 @@ def _twin_stages(tile_m, tile_n, epi_n, store_stages, bits=16):
 
 
 def test_hw_space_is_the_campaign_list():
-    from hw_kernels.space import hw_space
+    from simulator.kernels.space import hw_space
 
     listed = hw_space()
     sp = S.make_space("hw", 90, 4096, 4096, 4096, "fp16")
@@ -72,6 +76,20 @@ def test_hw_space_is_the_campaign_list():
     first = sp.stage_candidates(0, [sp.base], H200)
     assert len(first) == len({(d["schedule"], d["tile_n"], d["cluster_m"], d["cluster_n"]) for d in listed})
     assert {(c.raster, c.swizzle) for c in first} == {(listed[0]["raster"], listed[0]["swizzle"])}
+
+
+def test_hw_space_imports_without_simpy_numpy_or_the_dsl():
+    """The GPU campaign imports the candidate list on a machine without SimPy: importing
+    simulator.kernels.space loads the configs and nothing heavy."""
+    code = ("import sys, simulator.kernels.space as s; assert len(s.hw_space()) == 96; "
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('simulator', 'hw_kernels', 'simpy', 'numpy', 'matplotlib', 'torch', 'cutlass'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent, check=True).stdout.split()
+    assert not [m for m in out if m.split(".")[0] in ("simpy", "numpy", "matplotlib", "torch", "cutlass")], out
+    assert set(out) <= {"simulator", "simulator._native", "simulator.errors", "simulator.kernels",
+                        "simulator.kernels.gemm_config", "simulator.kernels.sm100_config",
+                        "simulator.kernels.sm90_config", "simulator.kernels.space"}, out
 
 
 def test_hw_fields_round_trip_and_match_the_validation_mapping():

@@ -14,7 +14,7 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
 * ``overhead``: the span instrumentation (``LEVEL_SPAN``: per role a header and a footer) and the
   tile level against the uninstrumented kernel, alternating, same inputs.
 * ``space`` (issue 11.2): for each problem of ``SPACE_SHAPES`` every candidate of
-  ``hw_kernels.space.hw_space()`` (96) plus cuBLAS, fp16, in one alternating run on the same
+  ``simulator.kernels.space.hw_space()`` (96) plus cuBLAS, fp16, in one alternating run on the same
   random-normal inputs; each config checked once against a float32 reference (every output
   written; max abs error at most 2 x cuBLAS's on the same inputs).
 * ``bf16`` (issue 10): bf16 rows, raster M and the heuristic, 128x64 tiles, clusters 1x1 and 2x1.
@@ -49,7 +49,7 @@ from pathlib import Path
 from hw_kernels import records as R
 from hw_kernels.host import KernelConfig
 from hw_kernels.rules import can_implement, config_problems
-from hw_kernels.space import hw_space
+from simulator.kernels.space import hw_space
 
 RESULT = "campaign.json"
 

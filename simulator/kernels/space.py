@@ -17,19 +17,24 @@ Named spaces (:func:`make_space`):
 * ``full`` on SM90 (H200): tile (``SM90_TILES``: schedule, tile_m, tile_n), clusters, raster x swizzle,
   epilogue subtile width x store stages, with derived mainloop stages.
 * ``hw`` (SM90): exactly the configs the hardware twin implements and the campaign measures,
-  ``hw_kernels.space.hw_space()`` (one list for the tuner and the GPU campaign), mapped to
-  Sm90GemmConfig by :func:`sm90_config_from_hw` (the twin's epilogue subtile is tile_m x
-  epilogue_tile_n); :func:`hw_kernel_fields` maps back to ``hw_kernels.host.KernelConfig`` fields.
+  :func:`hw_space` (``HW_TILES`` x ``HW_CLUSTERS`` x ``HW_RASTERS`` x ``HW_SWIZZLES``: one list for
+  the tuner and the GPU campaign, ``validation/campaign.py``), mapped to Sm90GemmConfig by
+  :func:`sm90_config_from_hw` (the twin's epilogue subtile is tile_m x epilogue_tile_n);
+  :func:`hw_kernel_fields` maps back to ``hw_kernels.host.KernelConfig`` fields.
 * ``gemm-model`` (SM100): the 16 configs timed in hbarclay/gemm-model's B200 data (CuTe DSL
   ``dense_gemm_persistent.py``): 2-CTA MMA 128/256 x 64/128/192/256, clusters 2x1/2x2, static
   scheduler, M-fastest tile order, no swizzle, 2 accumulator stages, fp16 in and out, the DSL's
   mainloop/store stage counts, on the problem padded to 16-byte rows as that benchmark launched it.
+
+Pure Python with no SimPy, numpy or DSL (only the two config modules and the errors): the GPU
+campaign imports this module on a machine that has none of them (``tests/test_tune_space.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
+from itertools import product
 from typing import Any
 
 from simulator.errors import ConfigError
@@ -195,6 +200,28 @@ def sm90_full_space(m: int, n: int, k: int, dtype: str = "bf16", dtype_d: str | 
 
 
 # ---------------------------------------------------------------------------------- hardware twin
+#: (schedule, tile_n) pairs the twin implements with tile_m = 128 (ping-pong holds a whole 128 x tile_n
+#: fp32 accumulator in one warpgroup's registers, so it stops at 128).
+HW_TILES = (("cooperative", 64), ("cooperative", 128), ("cooperative", 192), ("cooperative", 256),
+            ("pingpong", 64), ("pingpong", 128))
+#: Cluster shapes (cluster_m, cluster_n) of the twin's candidates, at most 4 CTAs.
+HW_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
+#: Raster orders and max swizzle sizes the tuning campaign compares (CUTLASS semantics).
+HW_RASTERS = ("m", "n")
+HW_SWIZZLES = (1, 4)
+
+
+def hw_space() -> list[dict]:
+    """Every candidate of ``--space hw`` and of the H200 campaign's ``space`` phase: KernelConfig
+    field dicts (``hw_kernels.host.KernelConfig(**d)``), in a fixed order."""
+    out = []
+    for (schedule, tile_n), (cm, cn), raster, swizzle in product(HW_TILES, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES):
+        out.append({"tile_m": 128, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn,
+                    "schedule": schedule, "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32,
+                    "epilogue_store_stages": 4})
+    return out
+
+
 #: Fields of hw_kernels.host.KernelConfig that describe the kernel (not its instrumentation).
 HW_FIELDS = ("tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "schedule", "mainloop_stages", "raster",
              "swizzle", "epilogue_tile_n", "epilogue_store_stages")
@@ -235,25 +262,19 @@ def hw_kernel_fields(cfg: Sm90GemmConfig) -> dict:
             "epilogue_store_stages": cfg.store_stages}
 
 
-def _hw_candidates() -> list[dict]:
-    from hw_kernels.space import hw_space  # pure Python: the list the GPU campaign measures
-
-    return hw_space()
-
-
 def _hw_key(fields_: dict) -> tuple:
     return tuple((f, fields_.get(f)) for f in HW_FIELDS if f != "mainloop_stages")
 
 
 def hw_space_sm90(m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Space:  # noqa: E741
-    """``--space hw``: the hardware twin's candidates (hw_kernels.space.hw_space()) as a staged Space.
+    """``--space hw``: the hardware twin's candidates (:func:`hw_space`) as a staged Space.
 
     Stage 1: every (schedule, tile, cluster) the list has, at the list's first raster/swizzle/epilogue
     values; stage 2: the other fields' combinations the list has, from the best of stage 1.
     """
-    cands = _hw_candidates()
+    cands = hw_space()
     if not cands:
-        raise ConfigError("hw_kernels.space.hw_space() is empty")
+        raise ConfigError("simulator.kernels.space.hw_space() is empty")
     first = cands[0]
     later = [f for f in HW_FIELDS if f not in HW_STAGE1_FIELDS and any(f in c for c in cands)]
     s1 = []
@@ -286,7 +307,8 @@ def hw_space_sm90(m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Sp
             return False
 
     return Space("hw", base, stages, ("tile x schedule x cluster", " x ".join(later)), member=member,
-                 note=f"the {len(cands)} configs of hw_kernels.space.hw_space() (what the H200 campaign measures)")
+                 note=f"the {len(cands)} configs of simulator.kernels.space.hw_space() (what the H200 campaign "
+                      "measures)")
 
 
 # ------------------------------------------------------------------------------ gemm-model (B200)
