@@ -239,7 +239,10 @@ class Role(RoleBase):
         self.clc_state = PipelineState(self.k.cfg.scheduler_stages)
 
     def fetch_next_work(self, work: WorkTileInfo):
-        """``scheduler.fetch_next_work``: a generator returning ``(next_work, increment_pipe)``."""
+        """``scheduler.fetch_next_work`` and the ``if (increment_pipe) ++clc_pipe_consumer_state``
+        every role of the seed runs right after it: a generator returning ``(next_work,
+        increment_pipe)``, with this role's CLC consumer state already advanced when a response
+        was consumed (the caller needs ``increment_pipe`` only to know that a query was used up)."""
         k = self.k
         if k.cfg.tile_scheduler == "static":
             return k.static_next(self.cta.cluster, work), False
@@ -253,6 +256,7 @@ class Role(RoleBase):
         nxt = self.cta.clc_response[st.index]
         if k.knobs.releases("clc"):
             self.cta.clc.consumer_release(st, self.who, self.threads)
+        st.advance()
         return nxt, True
 
     def tile_of(self, work: WorkTileInfo) -> tuple[int, int, int]:
@@ -312,10 +316,7 @@ class MainloopLoad(Role):
                 do_load_order_arrive = False
             self.span("tile", t_tile, self._time(), tile=tile)
             res = yield from self.fetch_next_work(work)
-            work, increment = res
-            requires_clc_query = increment
-            if increment:
-                self.clc_state.advance()
+            work, requires_clc_query = res
             if not work.is_valid:
                 break
         # load_tail: wait until every stage was released once more.
@@ -356,9 +357,7 @@ class Mma(Role):
         while True:
             tile = self.tile_of(work)
             res = yield from self.fetch_next_work(work)
-            next_work, increment = res
-            if increment:
-                self.clc_state.advance()
+            next_work = res[0]
             if cta.is_mma_leader:
                 if not overlapping:
                     # Wait for the TMEM accumulator stage to be empty (producer phase flipped).
@@ -444,9 +443,7 @@ class EpilogueLoad(Role):
         while True:
             tile = self.tile_of(work)
             res = yield from self.fetch_next_work(work)
-            next_work, increment = res
-            if increment:
-                self.clc_state.advance()
+            next_work = res[0]
             if do_load_order_wait:
                 ev = cta.load_order.wait(self.who)
                 if ev is not None:
@@ -504,9 +501,7 @@ class Epilogue(Role):
         while True:
             tile = self.tile_of(work)
             res = yield from self.fetch_next_work(work)
-            next_work, increment = res
-            if increment:
-                self.clc_state.advance()
+            next_work = res[0]
             # collective_epilogue.store: subtiles iterate M fastest, then N. The accumulator stage
             # is released after the last TMEM load (overlapping accumulators: after the last M
             # subtile of the first N column, which is the TMEM column the next tile shares).
@@ -610,10 +605,7 @@ class Sched(Role):
                 k.issue_clc_query(cta.cluster, prod.index, self)
                 prod.advance()
             res = yield from self.fetch_next_work(work)
-            work, increment = res
-            requires_clc_query = increment
-            if increment:
-                self.clc_state.advance()
+            work, requires_clc_query = res
             if not work.is_valid:
                 break
         for bar, ev in clc.producer_tail_waits(prod, self.who):
