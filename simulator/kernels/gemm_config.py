@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numbers
 import typing
-from dataclasses import MISSING, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import MISSING, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from simulator.errors import ConfigError
 
@@ -88,18 +88,134 @@ def _round_up(x: int, m: int) -> int:
 
 
 # ============================================================================================ common
+#: The data-type fields of both configs.
+DTYPE_FIELDS = ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d")
+
+
+@dataclass(frozen=True)
 class GemmConfigBase:
-    """What the SM100 and SM90 configs compute the same way (data types, tile and cluster counts,
-    bytes and FLOPs, epilogue subtiles); each config supplies its own tiles_m/tiles_n/k_tiles,
-    cluster_mma_tiles_m, stage bytes and epilogue defaults.
+    """What the SM100 and SM90 configs share: their first fields (the problem and its data types,
+    declared here; each config declares its own after them), what they compute the same way (data
+    types, tile and cluster counts, bytes and FLOPs, epilogue subtiles), ``resolved`` and the
+    rules of ``check_given``/``can_implement`` that read the same on both kernels.
+
+    Each config supplies its tiles_m/tiles_n/k_tiles, cluster_mma_tiles_m, stage bytes, epilogue
+    defaults, the fields ``resolved`` fills (``_derived_fields``), its own tile rules
+    (``_check_given_tiles``), its SMEM carve-outs (``_smem_parts``) and any further resource rule
+    (``_check_resources``), and the class constants below that name its CUTLASS sources.
 
     Constructing a config checks the type of every field (:func:`check_field_types`): an ``int``
     field takes an integer (not a bool, a float or a string), a ``bool`` field takes True/False
     (not "false" or 0), a ``str`` field a string. Values are checked by ``can_implement``.
     """
 
+    m: int = 8192
+    n: int = 8192
+    k: int = 8192
+    l: int = 1  # noqa: E741 (CUTLASS's name for the batch mode)
+    dtype_ab: str = "bf16"
+    dtype_acc: str = "f32"
+    dtype_c: str = "bf16"
+    dtype_d: str = "bf16"
+
+    #: The SM version of the kernel (``can_implement`` refuses an arch of another).
+    SM_VERSION: ClassVar[int] = 0
+    #: The MMA instruction and its CUTLASS header (named when the accumulator type is refused).
+    MMA_INSTRUCTION: ClassVar[str] = ""
+    #: Why cluster sides must be powers of two (the CUTLASS source).
+    CLUSTER_POW2_RULE: ClassVar[str] = ""
+    #: Where the 16-CTA cluster limit comes from ("" when only the arch constant is named).
+    MAX_CLUSTER_RULE: ClassVar[str] = ""
+    #: Tile scheduler names, and what an unknown one is called.
+    TILE_SCHEDULERS: ClassVar[tuple[str, ...]] = ()
+    TILE_SCHEDULER_RULE: ClassVar[str] = "unknown"
+    #: The CUTLASS assertion behind "at least 2 mainloop stages".
+    MIN_STAGES_RULE: ClassVar[str] = ""
+
     def __post_init__(self) -> None:
         check_field_types(self)
+
+    # ------------------------------------------------------------------------------- rules
+    def check_given(self) -> None:
+        """The rules on the fields as given, before anything is derived from them (so no derivation
+        divides by a zero tile or starts from an impossible one): sizes, data types, the kernel's
+        tile shapes (``_check_given_tiles``), cluster shape, scheduler names, a given epilogue tile."""
+        check_fields(self)
+        for f_name in DTYPE_FIELDS:
+            canonical_dtype(getattr(self, f_name), f_name)
+        check_acc_dtype(canonical_dtype(self.dtype_ab), canonical_dtype(self.dtype_acc), self.MMA_INSTRUCTION)
+        self._check_given_tiles()
+        check_cluster_pow2(self.cluster_m, self.cluster_n, self.CLUSTER_POW2_RULE)
+        check_tile_order(self.tile_scheduler, self.raster, self.swizzle, self.TILE_SCHEDULERS,
+                         self.TILE_SCHEDULER_RULE)
+        em, en = self.epi_tile
+        check_epilogue_tile(em, en, self.cta_tile_m, self.cta_tile_n)
+
+    def _check_given_tiles(self) -> None:  # pragma: no cover - every config defines it
+        raise NotImplementedError
+
+    def _derived_fields(self) -> dict:  # pragma: no cover - every config defines it
+        raise NotImplementedError
+
+    def _smem_parts(self) -> list[str]:  # pragma: no cover - every config defines it
+        raise NotImplementedError
+
+    def _check_resources(self, arch: ArchSpec, allow_protocol_experiments: bool) -> None:
+        """Further resource rules of a resolved config (SM100: TMEM and accumulator stages)."""
+
+    def resolved(self, arch: ArchSpec | None = None):
+        """A copy with every None filled as CUTLASS's builders would (after :meth:`check_given`).
+
+        A derived mainloop stage count below 2 is an error that names what was set (CUTLASS's
+        builder would not compile); a given one is checked by :meth:`can_implement`.
+        """
+        self.check_given()
+        em, en = self.epi_tile
+        r = replace(self, **self._derived_fields(), epilogue_tile_m=em, epilogue_tile_n=en)
+        r = replace(r, epilogue_store_stages=r.store_stages)
+        r = replace(r, epilogue_load_stages=r.load_stages)
+        if r.mainloop_stages is None:
+            stages = r.derived_mainloop_stages(arch)
+            if stages < 2:
+                raise mainloop_stage_error(self, r, arch, stages, 2, self.MIN_STAGES_RULE)
+            r = replace(r, mainloop_stages=stages)
+        return r
+
+    def can_implement(self, arch: ArchSpec, *, allow_protocol_experiments: bool = False) -> None:
+        """Raise ConfigError for the first rule this configuration breaks.
+
+        ``allow_protocol_experiments`` skips rules that are about performance or CUTLASS's protocol
+        choices rather than hardware (mainloop_stages < 2; on SM100 also accumulator_stages > 4 and
+        the overlapping-accumulator stage rule), so deadlock/what-if experiments can run; hardware
+        limits (SMEM, TMEM, cluster size, MMA shapes) are always checked.
+        """
+        if arch.sm_version != self.SM_VERSION:
+            raise ConfigError(f"arch={arch.name}: {type(self).__name__} needs an SM{self.SM_VERSION} architecture "
+                              f"(got sm_version={arch.sm_version})")
+        r = self.resolved(arch)   # runs check_given first
+        check_cluster_size(r.cluster_m, r.cluster_n, arch, self.MAX_CLUSTER_RULE)
+        if r.mainloop_stages < 2 and not allow_protocol_experiments:
+            raise ConfigError(f"mainloop_stages={r.mainloop_stages}: SM{self.SM_VERSION} needs at least 2 "
+                              f"({self.MIN_STAGES_RULE})")
+        cap = r.smem_capacity(arch)
+        used = r.smem_bytes(arch)
+        if used > cap:
+            raise ConfigError(
+                f"mainloop_stages={r.mainloop_stages}: SMEM overflow: {r.mainloop_stages} x {r.mainloop_stage_bytes} B "
+                f"stages + {' + '.join(r._smem_parts())} = {used} B > {cap} B per CTA")
+        r._check_resources(arch, allow_protocol_experiments)
+        check_epilogue(r.epilogue_tile_m, r.epilogue_tile_n, r.cta_tile_m, r.cta_tile_n,
+                       r.epilogue_load_stages, r.epilogue_store_stages)
+        # TMA: 16 B aligned strides (A, B K-major; C, D N-major), each stride < 2^40 B.
+        bits_c = r.bits_c if r.read_c else None
+        check_alignment(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
+        check_tma_extents(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
+
+    def smem_capacity(self, arch: ArchSpec | None = None) -> int:
+        """SMEM bytes per CTA: the arch's (possibly overridden) constant, or CUTLASS's 232448."""
+        return int(arch.smem_bytes_per_cta.value) if arch is not None else SMEM_CAPACITY_BYTES
+
+    # ------------------------------------------------------------------------------- derived
 
     @property
     def cluster_tiles_m(self) -> int:
@@ -353,6 +469,31 @@ def check_epilogue(em: int, en: int, cta_m: int, cta_n: int, load_st: int, store
         raise ConfigError(f"epilogue_store_stages={store_st}: needs at least 1 (StagesD >= 1)")
     if load_st < 1:
         raise ConfigError(f"epilogue_load_stages={load_st}: needs at least 1 (StagesC >= 1)")
+
+
+def check_cluster_pow2(cm: int, cn: int, rule: str) -> None:
+    if not (_is_pow2(cm) and _is_pow2(cn)):
+        raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be powers of two ({rule})")
+
+
+def check_tile_order(tile_scheduler: str, raster: str, swizzle: int, schedulers: tuple[str, ...],
+                     scheduler_rule: str = "unknown") -> None:
+    """Scheduler, raster and swizzle names (``scheduler_rule``: why another scheduler is refused)."""
+    if tile_scheduler not in schedulers:
+        raise ConfigError(f"tile_scheduler={tile_scheduler!r}: {scheduler_rule}; valid: {', '.join(schedulers)}")
+    if raster not in RASTERS:
+        raise ConfigError(f"raster={raster!r}: unknown; valid: {', '.join(RASTERS)}")
+    if swizzle not in SWIZZLES:
+        raise ConfigError(f"swizzle={swizzle}: max swizzle size must be one of {SWIZZLES}")
+
+
+def check_cluster_size(cm: int, cn: int, arch: ArchSpec, rule: str = "") -> None:
+    """At most the arch's max cluster size (``rule``: its CUTLASS source), and no larger than the GPU."""
+    max_cluster = int(arch.max_cluster_size.value)
+    if cm * cn > max_cluster:
+        raise ConfigError(f"cluster_m*cluster_n={cm * cn} > {max_cluster}: cluster larger than {max_cluster} CTAs"
+                          + (f" ({rule})" if rule else ""))
+    check_cluster_fits(cm, cn, arch)
 
 
 def check_cluster_fits(cm: int, cn: int, arch: ArchSpec) -> None:

@@ -8,7 +8,7 @@ rule, like CUTLASS's can_implement traces.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from simulator.errors import ConfigError
@@ -18,25 +18,12 @@ from simulator.kernels.gemm_config import (
     DEFAULT_SCHEDULER_STAGES,
     MAX_ACCUMULATOR_STAGES,
     PIPELINE_STAGE_BARRIER_BYTES,
-    RASTERS,
     SM100_TILE_SCHEDULERS,
-    SMEM_CAPACITY_BYTES,
-    SWIZZLES,
     TMEM_COLUMNS,
     TMEM_LANES,
     GemmConfigBase,
     _ceil_div,
-    _is_pow2,
-    canonical_dtype,
-    check_acc_dtype,
-    check_alignment,
-    check_cluster_fits,
-    check_epilogue,
-    check_epilogue_tile,
-    check_fields,
     check_tile_k,
-    check_tma_extents,
-    mainloop_stage_error,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,14 +40,7 @@ class Sm100GemmConfig(GemmConfigBase):
     ``(cluster_m / atom_thr_m) x cluster_n`` MMA tiles.
     """
 
-    m: int = 8192
-    n: int = 8192
-    k: int = 8192
-    l: int = 1  # noqa: E741 (CUTLASS's name for the batch mode)
-    dtype_ab: str = "bf16"
-    dtype_acc: str = "f32"
-    dtype_c: str = "bf16"
-    dtype_d: str = "bf16"
+    # m, n, k, l, dtype_ab, dtype_acc, dtype_c, dtype_d: declared by GemmConfigBase (in that order).
     mma_tile_m: int = 256
     mma_tile_n: int = 256
     mma_tile_k: int | None = None  # None -> 128 B of K per row (64 for 16-bit, 128 for 8-bit, 32 for 32-bit)
@@ -79,6 +59,13 @@ class Sm100GemmConfig(GemmConfigBase):
     raster: str = "heuristic"
     swizzle: int = 1
     overlapping_accum: bool = False
+
+    SM_VERSION = 100
+    MMA_INSTRUCTION = "tcgen05.mma (mma_sm100_umma.hpp)"
+    CLUSTER_POW2_RULE = "cluster.hpp preferred_cluster_can_implement: 'Only support pow2'"
+    MAX_CLUSTER_RULE = "sm100_gemm_tma_warpspecialized.hpp MaxClusterSize = 16"
+    TILE_SCHEDULERS = SM100_TILE_SCHEDULERS
+    MIN_STAGES_RULE = "sm100_mma_warpspecialized.hpp static_assert(Stages >= 2)"
 
     # ------------------------------------------------------------------------------- basic derived
     @property
@@ -255,9 +242,6 @@ class Sm100GemmConfig(GemmConfigBase):
                 + CLC_RESPONSE_BYTES * s
                 + 4 * s)
 
-    def smem_capacity(self, arch: ArchSpec | None = None) -> int:
-        return int(arch.smem_bytes_per_cta.value) if arch is not None else SMEM_CAPACITY_BYTES
-
     def derived_mainloop_stages(self, arch: ArchSpec | None = None) -> int:
         """sm100_umma_builder.inl PipelineStages with StageCountAutoCarveout<sizeof(epilogue SharedStorage)>.
 
@@ -277,43 +261,14 @@ class Sm100GemmConfig(GemmConfigBase):
         """TMEM 32-bit cells the accumulators take: stages x CTA_M x CTA_N x (acc bits / 32)."""
         return self.acc_stages * self.cta_tile_m * self.cta_tile_n * max(1, self.bits_acc // 32)
 
-    def resolved(self, arch: ArchSpec | None = None) -> Sm100GemmConfig:
-        """A copy with every None filled as CUTLASS's builders would (after :meth:`check_given`).
-
-        A derived mainloop stage count below 2 is an error that names what was set (CUTLASS's
-        builder would not compile); a given one is checked by :meth:`can_implement`.
-        """
-        self.check_given()
-        em, en = self.epi_tile
-        partial = replace(
-            self,
-            mma_tile_k=self.tile_k,
-            accumulator_stages=self.acc_stages,
-            scheduler_stages=self.sched_stages,
-            epilogue_tile_m=em,
-            epilogue_tile_n=en,
-        )
-        partial = replace(partial, epilogue_store_stages=partial.store_stages)
-        partial = replace(partial, epilogue_load_stages=partial.load_stages)
-        if partial.mainloop_stages is None:
-            stages = partial.derived_mainloop_stages(arch)
-            if stages < 2:
-                raise mainloop_stage_error(self, partial, arch, stages, 2,
-                                           "sm100_mma_warpspecialized.hpp static_assert(Stages >= 2)")
-            partial = replace(partial, mainloop_stages=stages)
-        return partial
-
     # ------------------------------------------------------------------------------- can_implement
-    def check_given(self) -> None:
-        """The rules on the fields as given, before anything is derived from them (so no derivation
-        divides by a zero tile or starts from an impossible one): sizes, data types, MMA atom and
-        K-tile shapes, cluster shape, scheduler names, a given epilogue tile."""
-        check_fields(self)
-        for f_name in ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d"):
-            canonical_dtype(getattr(self, f_name), f_name)
-        ab, acc = canonical_dtype(self.dtype_ab), canonical_dtype(self.dtype_acc)
-        check_acc_dtype(ab, acc, "tcgen05.mma (mma_sm100_umma.hpp)")
+    def _derived_fields(self) -> dict:
+        """What :meth:`resolved` fills besides the epilogue tile and stage counts."""
+        return {"mma_tile_k": self.tile_k, "accumulator_stages": self.acc_stages,
+                "scheduler_stages": self.sched_stages}
 
+    def _check_given_tiles(self) -> None:
+        """MMA atom and K-tile shapes, and the 2-SM cluster rule (part of :meth:`check_given`)."""
         # MMA atom shapes (cute/arch/mma_sm100_umma.hpp SS atoms; sm100_common.inl builder asserts).
         tm, tn = self.mma_tile_m, self.mma_tile_n
         if self.use_2sm:
@@ -327,86 +282,30 @@ class Sm100GemmConfig(GemmConfigBase):
             if not (tn % 8 == 0 and 8 <= tn <= 256):
                 raise ConfigError(f"mma_tile_n={tn}: 1-SM tcgen05.mma needs N a multiple of 8 in [8, 256]")
         check_tile_k(self.tile_k, self.bits_ab, "mma_tile_k")
-
-        # Cluster shape.
-        cm, cn = self.cluster_m, self.cluster_n
-        if self.use_2sm and cm % 2 != 0:
-            raise ConfigError(f"cluster_m={cm}: 2-SM MMA needs an even cluster_m (CTA pairs along M; "
+        if self.use_2sm and self.cluster_m % 2 != 0:
+            raise ConfigError(f"cluster_m={self.cluster_m}: 2-SM MMA needs an even cluster_m (CTA pairs along M; "
                               "cluster.hpp preferred_cluster_can_implement: cluster_shape.x % AtomThrShapeM == 0)")
-        if not (_is_pow2(cm) and _is_pow2(cn)):
-            raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be powers of two "
-                              "(cluster.hpp preferred_cluster_can_implement: 'Only support pow2')")
 
-        # Scheduler.
-        if self.tile_scheduler not in SM100_TILE_SCHEDULERS:
-            raise ConfigError(f"tile_scheduler={self.tile_scheduler!r}: unknown; valid: {', '.join(SM100_TILE_SCHEDULERS)}")
-        if self.raster not in RASTERS:
-            raise ConfigError(f"raster={self.raster!r}: unknown; valid: {', '.join(RASTERS)}")
-        if self.swizzle not in SWIZZLES:
-            raise ConfigError(f"swizzle={self.swizzle}: max swizzle size must be one of {SWIZZLES}")
+    def _smem_parts(self) -> list[str]:
+        return [f"{self.kernel_smem_carveout_bytes} B kernel carve-out", f"{self.epilogue_smem_bytes} B epilogue"]
 
-        # Epilogue tile (its SMEM is carved out before the mainloop stages are derived).
-        em, en = self.epi_tile
-        check_epilogue_tile(em, en, self.cta_tile_m, self.cta_tile_n)
-
-    def can_implement(self, arch: ArchSpec, *, allow_protocol_experiments: bool = False) -> None:
-        """Raise ConfigError for the first rule this configuration breaks.
-
-        ``allow_protocol_experiments`` skips rules that are about performance or CUTLASS's protocol
-        choices rather than hardware (mainloop_stages < 2, accumulator_stages > 4, overlapping-accum
-        stage rule), so deadlock/what-if experiments can run; hardware limits (SMEM, TMEM, cluster
-        size, MMA shapes) are always checked.
-        """
-        if arch.sm_version != 100:
-            raise ConfigError(f"arch={arch.name}: Sm100GemmConfig needs an SM100 architecture "
-                              f"(got sm_version={arch.sm_version})")
-        r = self.resolved(arch)   # runs check_given first
-
-        # Cluster size.
-        cm, cn = r.cluster_m, r.cluster_n
-        max_cluster = int(arch.max_cluster_size.value)
-        if cm * cn > max_cluster:
-            raise ConfigError(f"cluster_m*cluster_n={cm * cn} > {max_cluster}: cluster larger than "
-                              f"{max_cluster} CTAs (sm100_gemm_tma_warpspecialized.hpp MaxClusterSize = 16)")
-        check_cluster_fits(cm, cn, arch)
-
-        # Mainloop stages / SMEM.
-        if r.mainloop_stages < 2 and not allow_protocol_experiments:
-            raise ConfigError(f"mainloop_stages={r.mainloop_stages}: SM100 needs at least 2 "
-                              "(sm100_mma_warpspecialized.hpp static_assert(Stages >= 2))")
-        cap = r.smem_capacity(arch)
-        used = r.smem_bytes(arch)
-        if used > cap:
-            raise ConfigError(
-                f"mainloop_stages={r.mainloop_stages}: SMEM overflow: {r.mainloop_stages} x {r.mainloop_stage_bytes} B "
-                f"stages + {r.kernel_smem_carveout_bytes} B kernel carve-out + {r.epilogue_smem_bytes} B epilogue "
-                f"= {used} B > {cap} B per CTA")
-
-        # Accumulators / TMEM.
-        cells = r.tmem_cells_needed
+    def _check_resources(self, arch: ArchSpec, allow_protocol_experiments: bool) -> None:
+        """Accumulators in TMEM; CUTLASS's accumulator-stage rules unless experimenting."""
+        cells = self.tmem_cells_needed
         tmem_cells = int(arch.tmem_lanes.value * arch.tmem_columns.value)
         if cells > tmem_cells:
             raise ConfigError(
-                f"accumulator_stages={r.accumulator_stages}: TMEM overflow: {r.accumulator_stages} x "
-                f"{r.cta_tile_m}x{r.cta_tile_n} {r.dtype_acc} = {cells} cells > {tmem_cells} "
+                f"accumulator_stages={self.accumulator_stages}: TMEM overflow: {self.accumulator_stages} x "
+                f"{self.cta_tile_m}x{self.cta_tile_n} {self.dtype_acc} = {cells} cells > {tmem_cells} "
                 f"({int(arch.tmem_lanes.value)} lanes x {int(arch.tmem_columns.value)} columns)")
         if not allow_protocol_experiments:
-            if r.accumulator_stages > MAX_ACCUMULATOR_STAGES:
-                raise ConfigError(f"accumulator_stages={r.accumulator_stages} > {MAX_ACCUMULATOR_STAGES}: "
+            if self.accumulator_stages > MAX_ACCUMULATOR_STAGES:
+                raise ConfigError(f"accumulator_stages={self.accumulator_stages} > {MAX_ACCUMULATOR_STAGES}: "
                                   "CUTLASS caps accumulator stages at 4 (sm100_umma_builder.inl)")
-            if r.overlapping_accum and r.accumulator_stages != 1:
-                raise ConfigError(f"overlapping_accum=True with accumulator_stages={r.accumulator_stages}: CUTLASS "
-                                  "uses overlapping accumulators only when AccumulatorPipelineStageCount == 1 "
-                                  "(dispatch_policy.hpp, block-scaled SM100 policies)")
-
-        # Epilogue stages.
-        check_epilogue(r.epilogue_tile_m, r.epilogue_tile_n, r.cta_tile_m, r.cta_tile_n,
-                       r.epilogue_load_stages, r.epilogue_store_stages)
-
-        # TMA: 16 B aligned strides (A, B K-major; C, D N-major), each stride < 2^40 B.
-        bits_c = r.bits_c if r.read_c else None
-        check_alignment(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
-        check_tma_extents(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
+            if self.overlapping_accum and self.accumulator_stages != 1:
+                raise ConfigError(f"overlapping_accum=True with accumulator_stages={self.accumulator_stages}: "
+                                  "CUTLASS uses overlapping accumulators only when AccumulatorPipelineStageCount "
+                                  "== 1 (dispatch_policy.hpp, block-scaled SM100 policies)")
 
     def warnings(self) -> list[str]:
         """Legal but unusual choices (not errors)."""

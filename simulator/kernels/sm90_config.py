@@ -10,32 +10,20 @@ rule, like CUTLASS's can_implement traces.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from simulator.errors import ConfigError
 from simulator.kernels.gemm_config import (
     PIPELINE_STAGE_BARRIER_BYTES,
-    RASTERS,
     SM90_CONSUMER_REGISTERS,
     SM90_SCHEDULES,
     SM90_TILE_SCHEDULERS,
-    SMEM_CAPACITY_BYTES,
-    SWIZZLES,
     GemmConfigBase,
     _ceil_div,
-    _is_pow2,
     _round_up,
     canonical_dtype,
-    check_acc_dtype,
-    check_alignment,
-    check_cluster_fits,
-    check_epilogue,
-    check_epilogue_tile,
-    check_fields,
     check_tile_k,
-    check_tma_extents,
-    mainloop_stage_error,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,14 +42,7 @@ class Sm90GemmConfig(GemmConfigBase):
     over the 232-register budget).
     """
 
-    m: int = 8192
-    n: int = 8192
-    k: int = 8192
-    l: int = 1  # noqa: E741
-    dtype_ab: str = "bf16"
-    dtype_acc: str = "f32"
-    dtype_c: str = "bf16"
-    dtype_d: str = "bf16"
+    # m, n, k, l, dtype_ab, dtype_acc, dtype_c, dtype_d: declared by GemmConfigBase (in that order).
     tile_m: int = 128
     tile_n: int | None = None
     tile_k: int | None = None  # None -> 128 B of K per row
@@ -77,6 +58,13 @@ class Sm90GemmConfig(GemmConfigBase):
     tile_scheduler: str = "static"
     raster: str = "heuristic"
     swizzle: int = 1
+
+    SM_VERSION = 90
+    MMA_INSTRUCTION = "wgmma (mma_sm90_gmma.hpp)"
+    CLUSTER_POW2_RULE = "tile_scheduler_params.h divmod_cluster_shape_* are FastDivmodU64Pow2"
+    TILE_SCHEDULERS = SM90_TILE_SCHEDULERS
+    TILE_SCHEDULER_RULE = "the SM90 model has only the static persistent scheduler"
+    MIN_STAGES_RULE = "sm90_mma_tma_gmma_ss_warpspecialized.hpp static_assert(Stages >= 2)"
 
     @property
     def arch_name(self) -> str:
@@ -193,9 +181,6 @@ class Sm90GemmConfig(GemmConfigBase):
         for non-pointer-array GEMM."""
         return 0
 
-    def smem_capacity(self, arch: ArchSpec | None = None) -> int:
-        return int(arch.smem_bytes_per_cta.value) if arch is not None else SMEM_CAPACITY_BYTES
-
     def derived_mainloop_stages(self, arch: ArchSpec | None = None) -> int:
         """sm90_gmma_builder.inl compute_stage_count_or_override(StageCountAutoCarveout<epilogue bytes>):
         (capacity // 128 x 128 - round_up(carve-out, 128)) // (round_up(A + B, 128) + 16)."""
@@ -217,30 +202,12 @@ class Sm90GemmConfig(GemmConfigBase):
         """tile_m x tile_n x acc bytes / 4 B per register / consumer threads holding the tile."""
         return self.tile_m * self.cta_tile_n * (self.bits_acc // 8) // 4 // self.consumer_threads_per_tile
 
-    def resolved(self, arch: ArchSpec | None = None) -> Sm90GemmConfig:
-        """A copy with every None filled as CUTLASS's builders would (after :meth:`check_given`); a
-        derived mainloop stage count below 2 is an error that names what was set."""
-        self.check_given()
-        em, en = self.epi_tile
-        r = replace(self, tile_n=self.cta_tile_n, tile_k=self.cta_tile_k, epilogue_tile_m=em, epilogue_tile_n=en)
-        r = replace(r, epilogue_store_stages=r.store_stages)
-        r = replace(r, epilogue_load_stages=r.load_stages)
-        if r.mainloop_stages is None:
-            stages = r.derived_mainloop_stages(arch)
-            if stages < 2:
-                raise mainloop_stage_error(self, r, arch, stages, 2,
-                                           "sm90_mma_tma_gmma_ss_warpspecialized.hpp static_assert(Stages >= 2)")
-            r = replace(r, mainloop_stages=stages)
-        return r
+    def _derived_fields(self) -> dict:
+        """What :meth:`resolved` fills besides the epilogue tile and stage counts."""
+        return {"tile_n": self.cta_tile_n, "tile_k": self.cta_tile_k}
 
-    def check_given(self) -> None:
-        """The rules on the fields as given, before anything is derived from them: sizes, data types,
-        schedule, wgmma tile and K-tile shapes, registers, cluster shape, scheduler names, a given
-        epilogue tile."""
-        check_fields(self)
-        for f_name in ("dtype_ab", "dtype_acc", "dtype_c", "dtype_d"):
-            canonical_dtype(getattr(self, f_name), f_name)
-        check_acc_dtype(canonical_dtype(self.dtype_ab), canonical_dtype(self.dtype_acc), "wgmma (mma_sm90_gmma.hpp)")
+    def _check_given_tiles(self) -> None:
+        """Schedule, wgmma tile and K-tile shapes, accumulator registers (part of :meth:`check_given`)."""
         if self.schedule not in SM90_SCHEDULES:
             raise ConfigError(f"schedule={self.schedule!r}: unknown; valid: {', '.join(SM90_SCHEDULES)}")
         tm, tn = self.tile_m, self.cta_tile_n
@@ -260,41 +227,6 @@ class Sm90GemmConfig(GemmConfigBase):
                 f"tile_m x tile_n={tm}x{tn}: {canonical_dtype(self.dtype_acc)} accumulators need {regs} registers "
                 f"per thread over {self.consumer_threads_per_tile} consumer threads > {SM90_CONSUMER_REGISTERS} "
                 "(consumer warpgroup register budget MmaRegisterRequirement = warpgroup_reg_alloc<232>)")
-        cm, cn = self.cluster_m, self.cluster_n
-        if not (_is_pow2(cm) and _is_pow2(cn)):
-            raise ConfigError(f"cluster_m={cm}, cluster_n={cn}: cluster dimensions must be powers of two "
-                              "(tile_scheduler_params.h divmod_cluster_shape_* are FastDivmodU64Pow2)")
-        if self.tile_scheduler not in SM90_TILE_SCHEDULERS:
-            raise ConfigError(f"tile_scheduler={self.tile_scheduler!r}: the SM90 model has only the static "
-                              f"persistent scheduler; valid: {', '.join(SM90_TILE_SCHEDULERS)}")
-        if self.raster not in RASTERS:
-            raise ConfigError(f"raster={self.raster!r}: unknown; valid: {', '.join(RASTERS)}")
-        if self.swizzle not in SWIZZLES:
-            raise ConfigError(f"swizzle={self.swizzle}: max swizzle size must be one of {SWIZZLES}")
-        em, en = self.epi_tile
-        check_epilogue_tile(em, en, tm, tn)
 
-    def can_implement(self, arch: ArchSpec, *, allow_protocol_experiments: bool = False) -> None:
-        if arch.sm_version != 90:
-            raise ConfigError(f"arch={arch.name}: Sm90GemmConfig needs an SM90 architecture "
-                              f"(got sm_version={arch.sm_version})")
-        r = self.resolved(arch)   # runs check_given first
-        cm, cn = r.cluster_m, r.cluster_n
-        max_cluster = int(arch.max_cluster_size.value)
-        if cm * cn > max_cluster:
-            raise ConfigError(f"cluster_m*cluster_n={cm * cn} > {max_cluster}: cluster larger than {max_cluster} CTAs")
-        check_cluster_fits(cm, cn, arch)
-        if r.mainloop_stages < 2 and not allow_protocol_experiments:
-            raise ConfigError(f"mainloop_stages={r.mainloop_stages}: SM90 needs at least 2 "
-                              "(sm90_mma_tma_gmma_ss_warpspecialized.hpp static_assert(Stages >= 2))")
-        cap = r.smem_capacity(arch)
-        used = r.smem_bytes(arch)
-        if used > cap:
-            raise ConfigError(
-                f"mainloop_stages={r.mainloop_stages}: SMEM overflow: {r.mainloop_stages} x {r.mainloop_stage_bytes} B "
-                f"stages + {_round_up(r.epilogue_smem_bytes, 128)} B epilogue = {used} B > {cap} B per CTA")
-        check_epilogue(r.epilogue_tile_m, r.epilogue_tile_n, r.tile_m, r.tile_n,
-                       r.epilogue_load_stages, r.epilogue_store_stages)
-        bits_c = r.bits_c if r.read_c else None
-        check_alignment(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
-        check_tma_extents(r.m, r.n, r.k, r.bits_ab, bits_c, r.bits_d)
+    def _smem_parts(self) -> list[str]:
+        return [f"{_round_up(self.epilogue_smem_bytes, 128)} B epilogue"]
