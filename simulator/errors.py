@@ -11,3 +11,11 @@ class ConfigError(ValueError):
 class SimulationLimitError(RuntimeError):
     """A run that would exceed (or did exceed) its event budget (``max_events``): stopped with a
     message that says how big the run is and how to allow it, instead of running for hours."""
+
+
+def events_exceeded(limit: int, cycle: float) -> SimulationLimitError:
+    """The error an event loop raises when a run has processed more than ``limit`` events (the same
+    message from every engine's loop)."""
+    return SimulationLimitError(
+        f"max_events={limit}: the run processed more events than allowed and was stopped "
+        f"at cycle {cycle:,.0f} (raise --max-events, or simulate a smaller problem)")

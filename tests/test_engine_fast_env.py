@@ -101,17 +101,24 @@ def test_urgent_process_start_runs_before_same_time_events():
     assert logs[0].index(("late", "start", 1)) < logs[0].index(("call", "at", 1))
 
 
-def test_max_events_stops_the_run_and_progress_is_called():
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_max_events_stops_the_run_and_progress_is_called(engine):
+    from simulator.engine.run import ReferenceEnvironment
+
     calls = []
-    env = FastEnv(max_events=100, progress=lambda: calls.append(env.now), progress_every=16)
+    loop = FastEnv if engine == "fast" else ReferenceEnvironment
+    env = loop(max_events=100, progress=lambda: calls.append(env.now), progress_every=16)
 
     def forever():
         while True:
             yield env.timeout(1)
     env.process(forever())
-    with pytest.raises(SimulationLimitError, match="max_events=100"):
+    with pytest.raises(SimulationLimitError) as e:
         env.run()
     assert len(calls) == 6 and env.events_processed == 112
+    # both loops stop with the one message (simulator.errors.events_exceeded), at the cycle reached
+    assert str(e.value) == (f"max_events=100: the run processed more events than allowed and was stopped at "
+                            f"cycle {env.now:,.0f} (raise --max-events, or simulate a smaller problem)")
 
 
 def test_negative_delay_rejected():

@@ -30,7 +30,7 @@ from __future__ import annotations
 from array import array
 from heapq import heappop, heappush
 
-from simulator.errors import SimulationLimitError
+from simulator.errors import events_exceeded
 from simulator.protocol.clock import EventLoop
 
 #: SimPy's priorities (``simpy.events.URGENT`` / ``NORMAL``).
@@ -222,9 +222,7 @@ class FastEnv(EventLoop):
                 next_check += every
                 if limit is not None and n > limit:
                     self.events_processed += n
-                    raise SimulationLimitError(
-                        f"max_events={limit}: the run processed more events than allowed and was stopped "
-                        f"at cycle {self._now:,.0f} (raise --max-events, or simulate a smaller problem)")
+                    raise events_exceeded(limit, self._now)
                 if self.progress is not None:
                     self.progress()
             ev.done = True

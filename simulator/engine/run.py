@@ -28,7 +28,7 @@ import simpy
 from simulator import _native
 from simulator.engine.fast_env import FastEnv
 from simulator.engine.trace import Trace
-from simulator.errors import ConfigError, SimulationLimitError
+from simulator.errors import ConfigError, SimulationLimitError, events_exceeded
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec
@@ -211,9 +211,7 @@ class ReferenceEnvironment(simpy.Environment):
                 next_check += every
                 if limit is not None and n > limit:
                     self.events_processed += n
-                    raise SimulationLimitError(
-                        f"max_events={limit}: the run processed more events than allowed and was stopped "
-                        f"at cycle {self._now:,.0f} (raise --max-events, or simulate a smaller problem)")
+                    raise events_exceeded(limit, self._now)
                 if self.progress is not None:
                     self.progress()
             callbacks, event.callbacks = event.callbacks, None
