@@ -20,7 +20,9 @@ from simulator.kernels.scheduler import (
     mma_tile_in_problem,
     mma_tiles_of,
     raster_for,
+    sm90_cluster_capacity,
     sm90_max_cta_occupancy,
+    sm90_static_grid,
     static_grid_clusters,
     tile_sequence,
 )
@@ -235,9 +237,15 @@ def test_static_scheduler_strides_by_grid():
 
 
 def test_static_grid_sizes():
-    # H200, cluster 4: GPC heuristic (18 SMs/GPC): 7 x 16 + (132 % 18 = 6 -> 4) = 116 CTAs -> 29 clusters
+    # H200, cluster 4: CUTLASS C++'s GPC heuristic (18 SMs/GPC): 7 x 16 + (132 % 18 = 6 -> 4) = 116 CTAs ->
+    # 29 clusters; the twin's grid is what fits over the measured placement domains: 2+4x5+4+4 = 30.
     assert sm90_max_cta_occupancy(4, 132) == 116
-    assert static_grid_clusters(Sm90GemmConfig(cluster_m=4), H200, 10_000) == 29
+    assert sm90_static_grid(Sm90GemmConfig(cluster_m=4), H200, 10_000, "cutlass") == (29, 29)
+    assert static_grid_clusters(Sm90GemmConfig(cluster_m=4), H200, 10_000) == 30
+    # Cluster sizes 3, 6, 9: the heuristic asks for more clusters than the hardware co-schedules.
+    assert sm90_static_grid(Sm90GemmConfig(cluster_m=3), H200, 10_000, "cutlass") == (44, 39)
+    assert sm90_static_grid(Sm90GemmConfig(cluster_m=3, cluster_n=2), H200, 10_000, "cutlass") == (22, 17)
+    assert [sm90_cluster_capacity(s, H200) for s in (1, 2, 3, 4, 6, 8, 9, 12, 16)] == [132, 66, 39, 30, 17, 15, 9, 7, 7]
     assert static_grid_clusters(Sm90GemmConfig(cluster_m=2), H200, 10_000) == 66
     assert static_grid_clusters(Sm90GemmConfig(cluster_m=1), H200, 10_000) == 132
     assert static_grid_clusters(Sm90GemmConfig(cluster_m=1), H200, 7) == 7

@@ -16,7 +16,11 @@ import pytest
 from simulator.engine import simulate
 from simulator.errors import ConfigError
 from simulator.kernels.sm90_config import Sm90GemmConfig
-from simulator.kernels.sm90_tma_ws import NAMED_BARRIER_SYNC, MathWarpGroupOrderBarrier
+from simulator.kernels.sm90_tma_ws import (
+    MODULE_CONSTANTS,
+    MathWarpGroupOrderBarrier,
+    Sm90Timing,
+)
 from simulator.machine.arch import ArchSpec
 from simulator.protocol.knobs import ProtocolKnobs
 
@@ -25,6 +29,7 @@ PINNED = ArchSpec.h200().with_overrides({
     "l2_bytes_per_s": 8192 * 2e9, "l2_latency_cycles": 200, "tma_issue_overhead_cycles": 100,
     "mbarrier_arrive_latency_cycles": 10, "remote_arrive_latency_cycles": 100, "mma_latency_cycles": 128,
     "mma_flops_per_clk_per_sm": 4096, "smem_read_bytes_per_clk": 128, "epilogue_convert_elems_per_clk": 128,
+    "tma_load_bytes_per_clk_per_sm": 128,
 }, origin="test_sm90_protocol")
 
 # One CTA, 3 K-blocks through 2 mainloop stages, 2 epilogue subtiles of 2 store buffers.
@@ -39,119 +44,127 @@ def _log(trace):
     """(start, end, role, kind, k_block, stage, barrier) of every span but tiles, in time order."""
     c = trace.columns()
     order = np.lexsort((c["role"], c["end_cycle"], c["start_cycle"]))
-    return [(float(c["start_cycle"][i]), float(c["end_cycle"][i]), str(c["role"][i]), str(c["kind"][i]),
+    return [(round(float(c["start_cycle"][i]), 1), round(float(c["end_cycle"][i]), 1), str(c["role"][i]),
+             str(c["kind"][i]),
              int(c["k_block"][i]), int(c["stage"][i]), str(c["barrier"][i]))
             for i in order if c["kind"][i] != "tile"]
 
 
-def test_named_barrier_constant_is_pinned():
-    # The pinned logs below include one named-barrier sync per epilogue subtile.
-    assert NAMED_BARRIER_SYNC.value == 20 and NAMED_BARRIER_SYNC.kind == "estimate"
+PINNED_MODULE_CONSTANTS = {
+    "wgmma_ss_latency_n64_cycles": 95.8, "wgmma_ss_latency_n128_cycles": 127.8,
+    "wgmma_ss_latency_n192_cycles": 162.8, "wgmma_ss_latency_n256_cycles": 213.0, "tma_load_fixed_cycles": 443.5,
+    "tma_miss_extra_cycles": 214.9, "tma_misaligned_cost": 2.223, "l2_misaligned_cost": 1.481,
+    "tma_store_fixed_cycles": 150.5, "tma_store_bytes_per_clk": 31.75, "tma_store_write_after_read_cycles": 6.0,
+}
+
+
+def test_module_constants_are_pinned():
+    # The pinned logs below depend on these measured constants (and on the epilogue phase table).
+    assert {c.name: c.value for c in MODULE_CONSTANTS} == PINNED_MODULE_CONSTANTS
+    t = Sm90Timing.derive(Sm90GemmConfig(**TINY_COOP).resolved(PINNED), PINNED)
+    assert (round(t.epi_alu_cycles, 1), round(t.epi_wait_cycles, 1), round(t.epi_barrier_cycles, 1),
+            round(t.epi_store_issue_cycles, 1)) == (357.5, 64.2, 59.4, 136.7)
 
 
 def test_tiny_cooperative_exact_event_order():
     r = simulate(Sm90GemmConfig(**TINY_COOP), PINNED, trace=True)
-    assert r.ok and r.cycles == 4670
+    assert r.ok and round(r.cycles, 1) == 7177.8
+    # The SM's TMA unit takes each K-block's 48 KiB at 128 B/clk (384 cycles) and the bytes land 443.5
+    # later: K-block 1's loads queue behind K-block 0's. Consumer1's wgmma batches queue behind
+    # Consumer0's on the tensor core; a batch completes 85.3 cycles (the N=256 latency beyond its issue)
+    # after its last instruction. Epilogue per 128x128 subtile (phases extrapolated from the measured
+    # 4/8/16 KiB subtiles): convert+stmatrix+fence 357.5 per warpgroup, the store thread's bulk wait
+    # (64.2), the named barrier (Consumer0 waits for Consumer1) + 59.4, the TMA store issue blocks the
+    # store thread 136.7. A 32 KiB store reads SMEM at 31.75 B/clk + 150.5; with 2 store buffers the
+    # second subtile waits for the first store's read (epilogue.store_buffer); the kernel ends when the
+    # last store is written, 6 cycles after its read.
     assert _log(r.trace) == [
-        (0, 524, "MainloopLoad", "tma_load", 0, 0, ""),
-        (0, 534, "Consumer0", "wait", 0, 0, "mainloop.full"),
-        (0, 534, "Consumer1", "wait", 0, 0, "mainloop.full"),
-        (0, 548, "MainloopLoad", "tma_load", 1, 1, ""),
-        # K-block 2 needs stage 0 back: both consumers must have retired batch 0.
-        (0, 2080, "MainloopLoad", "wait", 2, 0, "mainloop.empty"),
-        (534, 558, "Consumer0", "wait", 1, 1, "mainloop.full"),
-        (534, 1046, "Consumer0", "mma", 0, 0, ""),
-        # Consumer1's batch 0 queues behind Consumer0's on the tensor core; its issue stalls
-        # (busy, not a barrier wait) until the tensor core takes it at 1046.
-        (534, 1558, "Consumer1", "mma", 0, 0, ""),
-        # Consumer0 issues batch 1 at 558; it stalls until the tensor core takes it (1558), by
-        # which time batch 0 is complete, so warpgroup_wait<1> returns at once and stage 0 is
-        # released; Consumer1 does the same at 2070.
-        (558, 2070, "Consumer0", "mma", 1, 1, ""),
-        (1046, 2582, "Consumer1", "mma", 1, 1, ""),
-        (1558, 2614, "Consumer0", "wait", 2, 0, "mainloop.full"),
-        (2070, 2614, "Consumer1", "wait", 2, 0, "mainloop.full"),
-        (2080, 2604, "MainloopLoad", "tma_load", 2, 0, ""),
-        # load_tail: each stage must be released once more.
-        (2080, 3136, "MainloopLoad", "wait", -1, 1, "mainloop.empty"),
-        (2614, 3126, "Consumer0", "mma", 2, 0, ""),
-        # mma_tail: warpgroup_wait<0>, then the last stage is released.
-        (2614, 3126, "Consumer0", "wait", 2, 0, "mma.wait_group"),
-        (2614, 3638, "Consumer1", "mma", 2, 0, ""),
-        (3126, 3126, "Consumer0", "acc_handoff", -1, 0, ""),
-        (3126, 3638, "Consumer1", "wait", 2, 0, "mma.wait_group"),
-        # Epilogue subtile: 64x128 per warpgroup, convert 64 + stmatrix 128 cycles on the shared
-        # ALUs, named barrier (Consumer0 waits for Consumer1), + 20 cycles sync, then the store.
-        (3126, 3850, "Consumer0", "epilogue", 0, -1, ""),
-        (3136, 3648, "MainloopLoad", "wait", -1, 0, "mainloop.empty"),
-        (3318, 3830, "Consumer0", "wait", 0, -1, "epilogue.barrier"),
-        (3638, 3638, "Consumer1", "acc_handoff", -1, 0, ""),
-        (3638, 3850, "Consumer1", "epilogue", 0, -1, ""),
-        (3850, 4254, "Consumer0", "epilogue", 1, -1, ""),
-        (3850, 4254, "Consumer1", "epilogue", 1, -1, ""),
-        (3850, 4266, "Consumer0", "tma_store", 0, 0, ""),
-        (4042, 4234, "Consumer1", "wait", 1, -1, "epilogue.barrier"),
-        (4254, 4670, "Consumer0", "tma_store", 1, 1, ""),
-        # The store thread's final wait_group 0: the kernel ends when the last store is written.
-        (4254, 4670, "Consumer0", "wait", -1, -1, "epilogue.store_drain"),
+        (0.0, 827.5, 'MainloopLoad', 'tma_load', 0, 0, ''),
+        (0.0, 837.5, 'Consumer0', 'wait', 0, 0, 'mainloop.full'),
+        (0.0, 837.5, 'Consumer1', 'wait', 0, 0, 'mainloop.full'),
+        (0.0, 1211.5, 'MainloopLoad', 'tma_load', 1, 1, ''),
+        (0.0, 2383.5, 'MainloopLoad', 'wait', 2, 0, 'mainloop.empty'),
+        (837.5, 1221.5, 'Consumer0', 'wait', 1, 1, 'mainloop.full'),
+        (837.5, 1434.8, 'Consumer0', 'mma', 0, 0, ''),
+        (837.5, 1946.8, 'Consumer1', 'mma', 0, 0, ''),
+        (1221.5, 2458.8, 'Consumer0', 'mma', 1, 1, ''),
+        (1349.5, 2970.8, 'Consumer1', 'mma', 1, 1, ''),
+        (1861.5, 3221.0, 'Consumer0', 'wait', 2, 0, 'mainloop.full'),
+        (2373.5, 3221.0, 'Consumer1', 'wait', 2, 0, 'mainloop.full'),
+        (2383.5, 3211.0, 'MainloopLoad', 'tma_load', 2, 0, ''),
+        (2383.5, 3743.0, 'MainloopLoad', 'wait', -1, 1, 'mainloop.empty'),
+        (3221.0, 3818.3, 'Consumer0', 'mma', 2, 0, ''),
+        (3221.0, 3818.3, 'Consumer0', 'wait', 2, 0, 'mma.wait_group'),
+        (3221.0, 4330.3, 'Consumer1', 'mma', 2, 0, ''),
+        (3733.0, 4330.3, 'Consumer1', 'wait', 2, 0, 'mma.wait_group'),
+        (3743.0, 4340.3, 'MainloopLoad', 'wait', -1, 0, 'mainloop.empty'),
+        (3818.3, 3818.3, 'Consumer0', 'acc_handoff', -1, 0, ''),
+        (3818.3, 4883.9, 'Consumer0', 'epilogue', 0, -1, ''),
+        (4240.0, 4687.8, 'Consumer0', 'wait', 0, -1, 'epilogue.barrier'),
+        (4330.3, 4330.3, 'Consumer1', 'acc_handoff', -1, 0, ''),
+        (4330.3, 4747.2, 'Consumer1', 'epilogue', 0, -1, ''),
+        (4747.2, 5935.8, 'Consumer0', 'tma_store', 0, 0, ''),
+        (4747.2, 5989.2, 'Consumer1', 'epilogue', 1, -1, ''),
+        (4883.9, 6125.9, 'Consumer0', 'epilogue', 1, -1, ''),
+        (5104.7, 5929.8, 'Consumer1', 'wait', 1, -1, 'epilogue.barrier'),
+        (5241.5, 5929.8, 'Consumer0', 'wait', 1, 1, 'epilogue.store_buffer'),
+        (5989.2, 7177.8, 'Consumer0', 'tma_store', 1, 1, ''),
+        (6125.9, 7177.8, 'Consumer0', 'wait', -1, -1, 'epilogue.store_drain'),
     ]
 
 
 def test_tiny_pingpong_exact_event_order():
     r = simulate(Sm90GemmConfig(**TINY_PINGPONG), PINNED, trace=True)
-    assert r.ok and r.cycles == 4714
+    assert r.ok and round(r.cycles, 1) == 6390.8
+    # Consumer1's mainloop waits until Consumer0 has issued its last K-block (math_order); the producer
+    # runs on into Consumer1's tile; Consumer0's epilogue (two 128x64 subtiles) overlaps Consumer1's
+    # mainloop; store_tail (bulk wait_group.read 0) before math_order.arrive, since the store buffers
+    # are shared; each consumer's final wait_group 0 waits for its last store to be written.
     assert _log(r.trace) == [
-        (0, 516, "MainloopLoad", "tma_load", 0, 0, ""),
-        (0, 526, "Consumer0", "wait", 0, 0, "mainloop.full"),
-        (0, 532, "MainloopLoad", "tma_load", 1, 1, ""),
-        (0, 1112, "MainloopLoad", "wait", 2, 0, "mainloop.empty"),
-        # Consumer1's mainloop waits until Consumer0 has issued its last K-block (math_order.arrive).
-        (0, 1648, "Consumer1", "wait", -1, 0, "math_order"),
-        (526, 542, "Consumer0", "wait", 1, 1, "mainloop.full"),
-        (526, 1102, "Consumer0", "mma", 0, 0, ""),
-        # Batch 1 is issued at 542 and taken by the tensor core at 1038 (busy until then); the
-        # rest of warpgroup_wait<1> is waiting for batch 0 to complete.
-        (542, 1614, "Consumer0", "mma", 1, 1, ""),
-        (1038, 1102, "Consumer0", "wait", 0, 0, "mma.wait_group"),
-        (1102, 1638, "Consumer0", "wait", 2, 0, "mainloop.full"),
-        (1112, 1628, "MainloopLoad", "tma_load", 2, 0, ""),
-        # The producer runs on into Consumer1's tile (K-block 0 of tile 1 in stage 1).
-        (1112, 1648, "MainloopLoad", "wait", 0, 1, "mainloop.empty"),
-        (1638, 2214, "Consumer0", "mma", 2, 0, ""),
-        (1638, 2214, "Consumer0", "wait", 2, 0, "mma.wait_group"),
-        (1648, 2156, "MainloopLoad", "tma_load", 0, 1, ""),
-        (1648, 2166, "Consumer1", "wait", 0, 1, "mainloop.full"),
-        (1648, 2224, "MainloopLoad", "wait", 1, 0, "mainloop.empty"),
-        (2166, 2742, "Consumer1", "mma", 0, 1, ""),
-        (2166, 2742, "Consumer1", "wait", 1, 0, "mainloop.full"),
-        (2214, 2214, "Consumer0", "acc_handoff", -1, 0, ""),
-        # Consumer0's epilogue runs while Consumer1's mainloop runs.
-        (2214, 2426, "Consumer0", "epilogue", 0, -1, ""),
-        (2224, 2732, "MainloopLoad", "tma_load", 1, 0, ""),
-        (2224, 2752, "MainloopLoad", "wait", 2, 1, "mainloop.empty"),
-        (2426, 2674, "Consumer0", "epilogue", 1, -1, ""),
-        (2426, 2834, "Consumer0", "tma_store", 0, 0, ""),
-        (2618, 2654, "Consumer0", "wait", 1, 1, "epilogue.store_buffer"),
-        # store_tail before math_order.arrive: the store buffers are shared with Consumer1.
-        (2674, 2902, "Consumer0", "wait", -1, -1, "epilogue.store_buffer"),
-        (2674, 3082, "Consumer0", "tma_store", 1, 1, ""),
-        (2742, 3270, "Consumer1", "wait", 2, 1, "mainloop.full"),
-        (2742, 3318, "Consumer1", "mma", 1, 0, ""),
-        (2752, 3260, "MainloopLoad", "tma_load", 2, 1, ""),
-        (2752, 3328, "MainloopLoad", "wait", -1, 0, "mainloop.empty"),
-        (2902, 3082, "Consumer0", "wait", -1, -1, "epilogue.store_drain"),
-        (3270, 3318, "Consumer1", "wait", 1, 0, "mma.wait_group"),
-        (3270, 3846, "Consumer1", "mma", 2, 1, ""),
-        (3318, 3846, "Consumer1", "wait", 2, 1, "mma.wait_group"),
-        (3328, 3856, "MainloopLoad", "wait", -1, 1, "mainloop.empty"),
-        (3846, 3846, "Consumer1", "acc_handoff", -1, 1, ""),
-        (3846, 4058, "Consumer1", "epilogue", 0, -1, ""),
-        (4058, 4306, "Consumer1", "epilogue", 1, -1, ""),
-        (4058, 4466, "Consumer1", "tma_store", 0, 0, ""),
-        (4250, 4286, "Consumer1", "wait", 1, 1, "epilogue.store_buffer"),
-        (4306, 4534, "Consumer1", "wait", -1, -1, "epilogue.store_buffer"),
-        (4306, 4714, "Consumer1", "tma_store", 1, 1, ""),
-        (4534, 4714, "Consumer1", "wait", -1, -1, "epilogue.store_drain"),
+        (0.0, 730.9, 'MainloopLoad', 'tma_load', 0, 0, ''),
+        (0.0, 740.9, 'Consumer0', 'wait', 0, 0, 'mainloop.full'),
+        (0.0, 955.5, 'MainloopLoad', 'tma_load', 1, 1, ''),
+        (0.0, 1326.9, 'MainloopLoad', 'wait', 2, 0, 'mainloop.empty'),
+        (0.0, 2077.8, 'Consumer1', 'wait', -1, 0, 'math_order'),
+        (740.9, 965.5, 'Consumer0', 'wait', 1, 1, 'mainloop.full'),
+        (740.9, 1316.9, 'Consumer0', 'mma', 0, 0, ''),
+        (965.5, 1828.9, 'Consumer0', 'mma', 1, 1, ''),
+        (1252.9, 1316.9, 'Consumer0', 'wait', 0, 0, 'mma.wait_group'),
+        (1316.9, 2067.8, 'Consumer0', 'wait', 2, 0, 'mainloop.full'),
+        (1326.9, 2057.8, 'MainloopLoad', 'tma_load', 2, 0, ''),
+        (1326.9, 2077.8, 'MainloopLoad', 'wait', 0, 1, 'mainloop.empty'),
+        (2067.8, 2643.8, 'Consumer0', 'mma', 2, 0, ''),
+        (2067.8, 2643.8, 'Consumer0', 'wait', 2, 0, 'mma.wait_group'),
+        (2077.8, 2653.8, 'MainloopLoad', 'wait', 1, 0, 'mainloop.empty'),
+        (2077.8, 2800.7, 'MainloopLoad', 'tma_load', 0, 1, ''),
+        (2077.8, 2810.7, 'Consumer1', 'wait', 0, 1, 'mainloop.full'),
+        (2643.8, 2643.8, 'Consumer0', 'acc_handoff', -1, 0, ''),
+        (2643.8, 3003.9, 'Consumer0', 'epilogue', 0, -1, ''),
+        (2653.8, 3376.7, 'MainloopLoad', 'tma_load', 1, 0, ''),
+        (2653.8, 3396.7, 'MainloopLoad', 'wait', 2, 1, 'mainloop.empty'),
+        (2810.7, 3386.7, 'Consumer1', 'mma', 0, 1, ''),
+        (2810.7, 3386.7, 'Consumer1', 'wait', 1, 0, 'mainloop.full'),
+        (2937.9, 3610.4, 'Consumer0', 'tma_store', 0, 0, ''),
+        (3003.9, 3722.4, 'Consumer0', 'epilogue', 1, -1, ''),
+        (3181.3, 3604.4, 'Consumer0', 'wait', 1, 1, 'epilogue.store_buffer'),
+        (3386.7, 3962.7, 'Consumer1', 'mma', 1, 0, ''),
+        (3386.7, 4129.6, 'Consumer1', 'wait', 2, 1, 'mainloop.full'),
+        (3396.7, 4119.6, 'MainloopLoad', 'tma_load', 2, 1, ''),
+        (3396.7, 4139.6, 'MainloopLoad', 'wait', -1, 0, 'mainloop.empty'),
+        (3656.4, 4329.0, 'Consumer0', 'tma_store', 1, 1, ''),
+        (3722.4, 4323.0, 'Consumer0', 'wait', -1, -1, 'epilogue.store_buffer'),
+        (4129.6, 4705.6, 'Consumer1', 'mma', 2, 1, ''),
+        (4129.6, 4705.6, 'Consumer1', 'wait', 2, 1, 'mma.wait_group'),
+        (4139.6, 4715.6, 'MainloopLoad', 'wait', -1, 1, 'mainloop.empty'),
+        (4323.0, 4329.0, 'Consumer0', 'wait', -1, -1, 'epilogue.store_drain'),
+        (4705.6, 4705.6, 'Consumer1', 'acc_handoff', -1, 1, ''),
+        (4705.6, 5065.7, 'Consumer1', 'epilogue', 0, -1, ''),
+        (4999.7, 5672.2, 'Consumer1', 'tma_store', 0, 0, ''),
+        (5065.7, 5784.2, 'Consumer1', 'epilogue', 1, -1, ''),
+        (5243.1, 5666.2, 'Consumer1', 'wait', 1, 1, 'epilogue.store_buffer'),
+        (5718.2, 6390.8, 'Consumer1', 'tma_store', 1, 1, ''),
+        (5784.2, 6384.8, 'Consumer1', 'wait', -1, -1, 'epilogue.store_buffer'),
+        (6384.8, 6390.8, 'Consumer1', 'wait', -1, -1, 'epilogue.store_drain'),
     ]
 
 

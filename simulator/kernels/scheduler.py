@@ -25,8 +25,13 @@ when the linear id runs past the padded grid (static) or when no cluster is left
 
 Resident clusters for SM100: one CTA per SM and every cluster within one GPC, so the GPC layout
 (:func:`gpc_cluster_capacity`) decides how many fit -- e.g. 34 clusters of 4 CTAs on a B200 (136 of
-148 SMs) with its TPCs spread 10/9 over 8 GPCs. For SM90 the static grid follows CUTLASS's host heuristic
-``get_max_cta_occupancy`` (18 SMs per GPC, tile_scheduler_params.h).
+148 SMs) with its TPCs spread 10/9 over 8 GPCs. For SM90 the hardware co-schedules
+:func:`sm90_cluster_capacity` clusters (the H200's measured placement domains,
+:data:`H200_PLACEMENT_DOMAINS`); the static grid is what the launcher asks for
+(:func:`sm90_static_grid`): the CuTe DSL twin launches ``min(work, max active clusters)``, CUTLASS
+C++ its host heuristic ``get_max_cta_occupancy`` (18 SMs per GPC, tile_scheduler_params.h), which
+can ask for more clusters than fit at once (cluster sizes 3, 6, 9 on an H200): those wait for a
+resident cluster to exit.
 """
 
 from __future__ import annotations
@@ -47,6 +52,16 @@ if TYPE_CHECKING:  # pragma: no cover
 GRID_Y_LIMIT = (1 << 16) - 1
 #: GH100: "maximum SMs per GPC = 18" (tile_scheduler_params.h get_grid_shape)
 SM90_MAX_SM_PER_GPC = 18
+#: The H200's cluster placement domains (SMs that can hold one cluster), measured: every SM a cluster
+#: of each size landed on, over probe launches of cluster sizes 1-16 (connected components of SMs
+#: sharing a cluster), validation/results/h200_microbench_v2.json ``results.cluster.gpcs`` (sizes in
+#: that order; ``gpc_sizes``, ``cluster.gpcs_inferred`` = 12). ``sum(d // size)`` reproduces every
+#: measured ``cluster.c{size}.max_active_clusters.twin_smem`` (132/66/39/30/17/15/9/7/7 for sizes
+#: 1/2/3/4/6/8/9/12/16) and the DSL's ``HardwareInfo.get_max_active_clusters`` (132/66/30/15/7).
+H200_PLACEMENT_DOMAINS = (8, 16, 16, 16, 16, 16, 18, 18, 2, 2, 2, 2)
+#: Who sizes the SM90 static persistent grid: "dsl" (the hardware twin: CuTe DSL
+#: ``min(work, HardwareInfo.get_max_active_clusters)``) or "cutlass" (CUTLASS C++ host heuristic).
+SM90_GRID_LAUNCHERS = ("dsl", "cutlass")
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,22 +326,55 @@ def sm90_max_cta_occupancy(cluster_size: int, sm_count: int, max_sm_per_gpc: int
     return min(sm_count, ctas)
 
 
-def static_grid_clusters(cfg: GemmConfig, arch: ArchSpec, total_clusters: int) -> int:
-    """Resident clusters of the static persistent grid (truncated by the problem, like CUTLASS).
+def sm90_placement_domains(arch: ArchSpec) -> tuple[int, ...]:
+    """SMs per cluster placement domain: the H200's measured domains when the arch has its 132 SMs,
+    else the TPCs spread as evenly as possible over ``gpc_count`` GPCs (:func:`gpc_sm_counts`)."""
+    sms = int(arch.sm_count.value)
+    if sum(H200_PLACEMENT_DOMAINS) == sms:
+        return H200_PLACEMENT_DOMAINS
+    return tuple(gpc_sm_counts(sms, int(arch.gpc_count.value)))
 
-    SM90: CUTLASS's host heuristic (cluster_size 1 -> sm_count; else get_max_cta_occupancy with 18 SMs
-    per GPC) -- get_grid_shape in tile_scheduler_params.h. SM100: sm_count // cluster_size.
+
+def sm90_cluster_capacity(cluster_size: int, arch: ArchSpec) -> int:
+    """Clusters of ``cluster_size`` CTAs (one per SM) the hardware runs at once: the sum over placement
+    domains of SMs // cluster_size (``cudaOccupancyMaxActiveClusters``)."""
+    return max(1, sum(d // max(1, cluster_size) for d in sm90_placement_domains(arch)))
+
+
+def sm90_static_grid(cfg: GemmConfig, arch: ArchSpec, total_clusters: int,
+                     launcher: str = "dsl") -> tuple[int, int]:
+    """(clusters in the static persistent grid, clusters the hardware runs at once) for SM90.
+
+    ``launcher="dsl"`` (the hardware twin): ``min(work, max active clusters)``, all resident.
+    ``"cutlass"``: CUTLASS C++ ``get_grid_shape`` (cluster size 1 -> sm_count, else
+    get_max_cta_occupancy // size), which for cluster sizes that do not tile the domains (3, 6, 9 on
+    an H200) exceeds what fits: the extra clusters wait for a resident one to exit.
     """
+    if launcher not in SM90_GRID_LAUNCHERS:
+        raise ConfigError(f"launcher={launcher!r}: unknown; valid: {', '.join(SM90_GRID_LAUNCHERS)}")
     size = cfg.cluster_m * cfg.cluster_n
     sms = int(arch.sm_count.value)
-    if arch.sm_version == 90 and size > 1:
-        resident = sm90_max_cta_occupancy(size, sms) // size
-    elif arch.sm_version == 90:
-        resident = sms
+    capacity = sm90_cluster_capacity(size, arch)
+    if launcher == "dsl":
+        grid = capacity
     else:
-        # SM100: the grid is cudaOccupancyMaxActiveClusters clusters (CuTe DSL
-        # StaticPersistentTileScheduler.get_grid_shape; CUTLASS's max_active_clusters), placed per GPC.
-        resident = max_resident_clusters(cfg, arch)
+        grid = sms if size <= 1 else max(1, sm90_max_cta_occupancy(size, sms) // size)
+    grid = max(1, min(grid, total_clusters))
+    return grid, min(grid, capacity)
+
+
+def static_grid_clusters(cfg: GemmConfig, arch: ArchSpec, total_clusters: int) -> int:
+    """Clusters of the static persistent grid (truncated by the problem, like CUTLASS).
+
+    SM90: the hardware twin's grid, ``min(work, max active clusters)`` over the measured placement
+    domains (:func:`sm90_static_grid`; CUTLASS C++'s heuristic is ``launcher="cutlass"`` there).
+    SM100: the clusters that fit per GPC (:func:`max_resident_clusters`).
+    """
+    if arch.sm_version == 90:
+        return sm90_static_grid(cfg, arch, total_clusters)[0]
+    # SM100: the grid is cudaOccupancyMaxActiveClusters clusters (CuTe DSL
+    # StaticPersistentTileScheduler.get_grid_shape; CUTLASS's max_active_clusters), placed per GPC.
+    resident = max_resident_clusters(cfg, arch)
     return max(1, min(resident, total_clusters))
 
 
@@ -461,5 +509,6 @@ __all__ = [
     "WorkTileInfo", "INVALID", "TileRaster", "ClcHardware", "ClcTileScheduler", "StaticPersistentScheduler",
     "make_scheduler", "tile_sequence", "cta_tile_coord", "mma_tiles_of", "mma_tile_in_problem", "raster_for",
     "problem_ctas", "max_resident_clusters", "static_grid_clusters", "sm90_max_cta_occupancy",
-    "gpc_sm_counts", "gpc_cluster_capacity",
+    "gpc_sm_counts", "gpc_cluster_capacity", "sm90_placement_domains", "sm90_cluster_capacity",
+    "sm90_static_grid", "H200_PLACEMENT_DOMAINS", "SM90_GRID_LAUNCHERS",
 ]

@@ -20,7 +20,8 @@ cdef class Cta:
     cdef public PipelineAsync epi_load
     cdef public NamedBarrier epilogue_barrier
     cdef public double tc_free
-    cdef public double alu_free
+    cdef public double tma_free
+    cdef public double store_free
     cdef public list a_dst
     cdef public list b_dst
     cdef public long long landed_bytes
@@ -67,8 +68,12 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public long _m
     cdef public long _n
     cdef public long long _d_bytes
-    cdef public double _d_read_cycles
-    cdef public double _tma_overhead
     cdef public long _store_stages
+    cdef public double _tma_rate
+    cdef public double _l2_cost
+    cdef public double _tma_fixed
+    cdef public double _store_rate
+    cdef public double _store_fixed
+    cdef public double _store_write
     @cython.final
     cpdef issue_mainloop_tma(self, Cta cta, object tile, tuple loads, object kb, object stage, Role role)

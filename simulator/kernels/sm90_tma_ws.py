@@ -51,18 +51,31 @@ Steady state per role:
   -> named barrier -> (store thread) TMA store; [ping-pong: store_tail, math_order.arrive];
   next tile = linear + grid (cooperative) or + 2 x grid (ping-pong)``.
 
-Timing. Time is in SM cycles. The tensor core of an SM is shared by both consumer warpgroups
-(``Cta.tc_free``, as the SM100 model's): a warpgroup's K-block batch is ``(rows/64) x (tile_k/k)``
-``wgmma m64nNk`` instructions, each ``max(2*64*N*k / mma_flops_per_clk_per_sm, SMEM operand bytes /
-smem_read_bytes_per_clk)`` cycles, completing ``mma_latency_cycles`` after its last instruction
-starts. Batches queue first come, first served: on hardware the two cooperative warpgroups'
-wgmma interleave instruction by instruction, so there both finish a K-block together, while here
-Consumer0's batch finishes half a K-block earlier (same SM throughput, same stage release time,
-since a stage is free only when both have released it; Consumer0 then waits that half K-block at
-the first epilogue barrier). The epilogue's register work (convert, stmatrix, C read) shares the
-SM's ALUs and SMEM port (``Cta.alu_free``). TMA loads and stores use the shared
-:class:`MemorySystem`. Not modelled: the kernel prologue (barrier init, cluster sync, descriptor
-prefetch), wgmma issue overhead.
+Timing. Time is in SM cycles; every number below is an H200 microbenchmark (the constants name
+their keys). The tensor core of an SM is shared by both consumer warpgroups (``Cta.tc_free``, as the
+SM100 model's): a warpgroup's K-block batch is ``(rows/64) x (tile_k/k)`` ``wgmma m64nNk``
+instructions of ``2*64*N*k / mma_flops_per_clk_per_sm`` cycles each (SS wgmma issues at the math
+rate at every N), completing the measured latency for its N (:data:`WGMMA_SS_LATENCY`) after its last
+instruction starts. Batches queue first come, first served: on hardware the two cooperative
+warpgroups' wgmma interleave instruction by instruction, so there both finish a K-block together,
+while here Consumer0's batch finishes half a K-block earlier (same SM throughput, same stage release
+time, since a stage is free only when both have released it; Consumer0 then waits that half K-block
+at the first epilogue barrier).
+
+TMA loads go through the shared :class:`MemorySystem` (L2 hit/miss by slice, L2 and HBM bandwidth,
+a hit on a slice still being filled waits for the fill, a miss lands :data:`TMA_MISS_EXTRA` later)
+and through the SM's TMA unit (``Cta.tma_free``: ``tma_load_bytes_per_clk_per_sm``, then
+:data:`TMA_LOAD_FIXED`); rows whose pitch is not a multiple of 128 B cost the TMA unit
+:data:`TMA_MISALIGNED_COST` and the L2 :data:`L2_MISALIGNED_COST` times as long per byte. The epilogue
+per subtile is the twin's measured sequence (:data:`EPILOGUE_PHASES_1SM`): convert + stmatrix +
+fence per warpgroup, the store thread's bulk wait, the named barrier, the TMA store issue (blocking
+the store thread); a TMA store reads SMEM through the SM's store engine (``Cta.store_free``,
+:data:`TMA_STORE_RATE` + :data:`TMA_STORE_FIXED`), held to the HBM channel, and is written
+:data:`TMA_STORE_WRITE_AFTER_READ` later. The grid is the twin's (``min(work, max active clusters)``
+over the H200's measured placement domains); ``launcher="cutlass"`` models CUTLASS C++'s host
+heuristic, whose extra clusters start as resident ones exit. Not modelled: the kernel prologue
+(barrier init, cluster sync, descriptor prefetch: in the measured launch overhead), wgmma and TMA
+issue overhead of the producer.
 
 Trace spans (the kinds and wait names of ``validation/hw_trace.py``, so simulated and measured
 runs compare directly): ``tma_load`` issue -> bytes landed; ``mma`` (Consumer0/1) one warpgroup's
@@ -105,7 +118,7 @@ from simulator.kernels.scheduler import (
     WorkTileInfo,
     cta_tile_coord,
     mma_tile_in_problem,
-    static_grid_clusters,
+    sm90_static_grid,
 )
 from simulator.machine.constants import Constant
 from simulator.machine.memory import MemorySystem
@@ -141,11 +154,112 @@ K_PIPE_MMAS = 1
 MATH_ORDER_DEPTH = 2
 NUM_MMA_WARPGROUPS = 2
 
-NAMED_BARRIER_SYNC = Constant(
-    "named_barrier_sync_cycles", 20, "cycles",
-    "not published: bar.sync of the consumer warpgroups ~ one shared-memory round trip", "estimate")
+_MB2 = "validation/results/h200_microbench_v2.json"
+_MB2E = "validation/results/h200_microbench_v2_epilogue_sync.json"
 
-MODULE_CONSTANTS: tuple[Constant, ...] = (NAMED_BARRIER_SYNC,)
+
+def _c(name: str, value: float, unit: str, source: str, kind: str = "measured-here") -> Constant:
+    return Constant(name, value, unit, source, kind)
+
+
+#: wgmma SS latency (fence + one wgmma + commit + wait_group 0, one warpgroup) per N, f16 = bf16:
+#: ``wgmma.ss.f16.n{N}.latency_cycles``. The issue interval is the math rate at every N
+#: (``...issue_interval_cycles`` 33.0/65.1/97.0/128.9, two warpgroups 32.1/64.1/96.1/128.1 per SM:
+#: N/2 cycles at 4096 FLOP/clk), so the SMEM-operand bound never binds (unlike SM100 at N=64); the
+#: latency beyond the interval grows with N (63/63/66/84), so it is a table, not one constant.
+WGMMA_SS_LATENCY = (
+    (64, _c("wgmma_ss_latency_n64_cycles", 95.8, "cycles", f"{_MB2} wgmma.ss.f16.n64.latency_cycles")),
+    (128, _c("wgmma_ss_latency_n128_cycles", 127.8, "cycles", f"{_MB2} wgmma.ss.f16.n128.latency_cycles")),
+    (192, _c("wgmma_ss_latency_n192_cycles", 162.8, "cycles", f"{_MB2} wgmma.ss.f16.n192.latency_cycles")),
+    (256, _c("wgmma_ss_latency_n256_cycles", 213.0, "cycles", f"{_MB2} wgmma.ss.f16.n256.latency_cycles")),
+)
+#: TMA loads. A load of ``b`` bytes that hits L2, alone on one SM, completes ``443.5 + b/110.4``
+#: cycles after issue (``tma_load.l2.fixed_cycles_1sm``, ``tma_load.l2.bytes_per_clk_1sm``); one SM
+#: streams at most ``arch.tma_load_bytes_per_clk_per_sm`` (106.3 B/clk). Modelled as the SM's TMA unit
+#: (a channel at that rate, per CTA) followed by this fixed latency.
+TMA_LOAD_FIXED = _c("tma_load_fixed_cycles", 443.5, "cycles",
+                    f"{_MB2} tma_load.l2.fixed_cycles_1sm: intercept of TMA load latency against bytes, 1 SM, L2 hit")
+#: A TMA load that misses L2 lands later than the model's ``hbm_latency + tma_issue_overhead`` (699.6 +
+#: 178): a cold 1 KiB load from HBM on one SM takes 1092.5 cycles, so a miss adds the difference.
+TMA_MISS_EXTRA = _c("tma_miss_extra_cycles", round(1092.5 - 699.6 - 178.0, 1), "cycles",
+                    f"derived: {_MB2} tma_load.latency.hbm.p8192.1KiB.1sm (1092.5) - load_latency.hbm.f1024MiB.1sm "
+                    "(699.6) - tma_issue_overhead_cycles (178)")
+#: Rows whose pitch is not a multiple of 128 B (K x element bytes for K-major A and B) straddle two
+#: cache lines: one SM streams 47.8 B/clk instead of 106.3 (``tma_stream.l2.p8208.1sm``), and all
+#: SMs together read L2 at 6.11 instead of 9.05 TB/s (same run, ``tma_stream.l2.p8208.132sm`` /
+#: ``p8192.132sm``): each byte occupies the L2 -> SM path 1.48x as long. HBM streams are unaffected
+#: (``tma_stream.hbm.p8208.132sm`` 4.31 vs 4.36 TB/s).
+TMA_MISALIGNED_COST = _c("tma_misaligned_cost", round(106.35 / 47.84, 3), "x",
+                         f"derived: {_MB2} tma_stream.l2.p8192.1sm.bytes_per_clk_per_sm (106.35) / "
+                         "tma_stream.l2.p8208.1sm.bytes_per_clk_per_sm (47.84, row pitch 8208 B)")
+L2_MISALIGNED_COST = _c("l2_misaligned_cost", round(9.049 / 6.111, 3), "x",
+                        f"derived: {_MB2} tma_stream.l2.p8192.132sm.bytes_per_s (9.049e12) / "
+                        "tma_stream.l2.p8208.132sm.bytes_per_s (6.111e12)")
+#: TMA stores. A store of ``b`` bytes has read its SMEM ``150.5 + b/31.75`` cycles after issue on one
+#: SM (the line through ``tma_store.e{16,32,64}.read_cycles_1sm`` = 279.5/408.5/666.5 for 4/8/16
+#: KiB) and is written (``wait_group 0``) 6 cycles after that (``write_cycles_1sm``). Modelled as the
+#: SM's store engine (a channel at 31.75 B/clk per CTA) plus the fixed part; all SMs together are
+#: held to the HBM channel (132 SMs: e64 1008 cycles, HBM-bound).
+TMA_STORE_FIXED = _c("tma_store_fixed_cycles", 150.5, "cycles",
+                     f"derived: intercept of {_MB2E} tma_store.e16/e32/e64.read_cycles_1sm against bytes")
+TMA_STORE_RATE = _c("tma_store_bytes_per_clk", 31.75, "B/clk/SM",
+                    f"derived: 1 / slope of {_MB2E} tma_store.e16/e32/e64.read_cycles_1sm against bytes")
+TMA_STORE_WRITE_AFTER_READ = _c("tma_store_write_after_read_cycles", 6.0, "cycles",
+                                f"{_MB2E} tma_store.e32.write_cycles_1sm - read_cycles_1sm (414.5 - 408.5)")
+
+#: The twin's epilogue per 128 x EN fp16 subtile, measured on one SM (``epilogue.{coop,pp}.e{EN}.*_1sm``
+#: in h200_microbench_v2_epilogue_sync.json): the store thread's clock between steps -- convert +
+#: stmatrix into the store buffer, fence.proxy.async, the bulk wait_group.read instruction, the
+#: named barrier, the TMA store issue (it blocks the issuing thread) -- and the uninstrumented
+#: steady-state time per subtile. Raw values: schedule -> EN -> (stmatrix, fence, wait_read, barrier,
+#: store_issue, subtile).
+EPILOGUE_PHASES_1SM = {
+    "cooperative": {16: (21.8, 31.1, 44.3, 53.4, 80.6, 200.2), 32: (57.3, 32.5, 44.2, 54.1, 93.0, 276.7),
+                    64: (131.8, 46.3, 50.4, 55.3, 106.6, 521.5)},
+    "pingpong": {16: (31.2, 18.4, 44.1, 51.2, 66.9, 211.9), 32: (65.3, 41.2, 43.8, 51.5, 66.8, 296.9),
+                 64: (140.6, 36.8, 64.7, 52.0, 66.0, 531.2)},
+}
+EPILOGUE_SUBTILE_ROWS = 128     # the measured subtiles are 128 x EN (the twin's epilogue tile)
+EPILOGUE_MEASURED_BITS = 16     # ... of fp16
+
+
+def _epilogue_phases(schedule: str, subtile_bytes: float) -> tuple[float, float, float, float]:
+    """(convert + stmatrix + fence, bulk-wait instruction, named barrier, store issue) in cycles for a
+    subtile of ``subtile_bytes`` bytes of D: the measured phases, scaled so that their sum (with the
+    store engine's time, where that is longer) is the measured uninstrumented subtile time (the clock
+    reads of the phase measurement cost a few cycles each), interpolated linearly in bytes between
+    the measured 4/8/16 KiB subtiles (and extrapolated beyond them)."""
+    table = EPILOGUE_PHASES_1SM[schedule]
+    pts = []
+    for en in sorted(table):
+        stm, fence, wait, bar, issue, total = table[en]
+        nbytes = EPILOGUE_SUBTILE_ROWS * en * EPILOGUE_MEASURED_BITS // 8
+        store_engine = nbytes / TMA_STORE_RATE.value
+        phase_sum = stm + fence + wait + bar + issue
+        scale = total / phase_sum if phase_sum >= store_engine else 1.0
+        pts.append((nbytes, ((stm + fence) * scale, wait * scale, bar * scale, issue * scale)))
+    lo, hi = (pts[0], pts[1]) if subtile_bytes <= pts[1][0] else (pts[-2], pts[-1])
+    for a, b in zip(pts, pts[1:], strict=False):
+        if a[0] <= subtile_bytes <= b[0]:
+            lo, hi = a, b
+    w = (subtile_bytes - lo[0]) / (hi[0] - lo[0])
+    return tuple(max(0.0, x + w * (y - x)) for x, y in zip(lo[1], hi[1], strict=True))
+
+
+def _wgmma_latency(n: int, scale: float) -> float:
+    """wgmma SS latency at N (linear between the measured N, clamped outside), times ``scale``."""
+    pts = [(nn, c.value) for nn, c in WGMMA_SS_LATENCY]
+    if n <= pts[0][0]:
+        return pts[0][1] * scale
+    for (n0, v0), (n1, v1) in zip(pts, pts[1:], strict=False):
+        if n <= n1:
+            return (v0 + (n - n0) / (n1 - n0) * (v1 - v0)) * scale
+    return pts[-1][1] * scale
+
+
+MODULE_CONSTANTS: tuple[Constant, ...] = tuple(c for _, c in WGMMA_SS_LATENCY) + (
+    TMA_LOAD_FIXED, TMA_MISS_EXTRA, TMA_MISALIGNED_COST, L2_MISALIGNED_COST, TMA_STORE_FIXED, TMA_STORE_RATE,
+    TMA_STORE_WRITE_AFTER_READ)
 
 
 @dataclass(frozen=True)
@@ -156,8 +270,12 @@ class Sm90Timing:
     wgmma_per_kblock: int          # instructions one consumer warpgroup issues per K-block
     kblock_wg_cycles: float        # tensor-core time of one warpgroup's K-block batch
     wgmma_drain_cycles: float      # completion latency beyond the last instruction's issue interval
-    epi_subtile_cycles: float      # one warpgroup's share of a subtile: convert + stmatrix (+ C read)
-    named_barrier_cycles: float
+    epi_alu_cycles: float          # per subtile and warpgroup: convert + stmatrix + fence (+ C read)
+    epi_wait_cycles: float         # the store thread's bulk wait_group.read instruction
+    epi_barrier_cycles: float      # the named barrier of the tile's consumer threads
+    epi_store_issue_cycles: float  # issuing the TMA store blocks the store thread this long
+    tma_rate: float                # B/clk one SM's TMA unit streams (aligned or not; 0: no limit)
+    l2_cost: float                 # L2 -> SM occupancy per byte (1: rows aligned to 128 B)
     wake_latency: float
     remote_latency: float
     notes: tuple[str, ...]
@@ -169,32 +287,44 @@ class Sm90Timing:
         n = cfg.cta_tile_n
         rate = arch.mma_flops_per_clk_per_sm.value * (arch.mma_fp8_factor.value if ab_bytes == 1 else 1.0)
         smem_bw = arch.smem_read_bytes_per_clk.value
-        compute = 2.0 * WGMMA_M * n * instr_k / rate
-        # SS wgmma reads its A rows and all of B from SMEM; each warpgroup reads B on its own.
-        smem = (WGMMA_M + n) * instr_k * ab_bytes / smem_bw
-        instr = max(compute, smem)
+        # wgmma SS issues at the math rate at every N (measured); the operand reads never bind.
+        instr = 2.0 * WGMMA_M * n * instr_k / rate
         coop = cfg.schedule == "cooperative"
         rows = cfg.tile_m // NUM_MMA_WARPGROUPS if coop else cfg.tile_m
         per_kblock = max(1, rows // WGMMA_M) * max(1, cfg.cta_tile_k // instr_k)
-        drain = max(0.0, arch.mma_latency_cycles.value - instr)
+        # Latency per N, scaled by the arch's (N=128) value so that an override still acts.
+        lat = _wgmma_latency(n, arch.mma_latency_cycles.value / WGMMA_SS_LATENCY[1][1].value)
+        drain = max(0.0, lat - instr)
         em, en = cfg.epi_tile
+        d_bytes = em * en * cfg.bits_d / 8
+        alu, wait, bar, issue = _epilogue_phases(cfg.schedule, d_bytes)
         elems = em * en // (NUM_MMA_WARPGROUPS if coop else 1)
-        cvt = elems / arch.epilogue_convert_elems_per_clk.value
-        smem_w = elems * (cfg.bits_d / 8) / smem_bw
         c_read = elems * (cfg.bits_c / 8) / smem_bw if cfg.read_c else 0.0
+        pitch = cfg.k * cfg.bits_ab // 8
+        aligned = pitch % 128 == 0
+        tma_rate = arch.tma_load_bytes_per_clk_per_sm.value / (1.0 if aligned else TMA_MISALIGNED_COST.value)
+        l2_cost = 1.0 if aligned else L2_MISALIGNED_COST.value
         notes = (
-            f"wgmma m64n{n}k{instr_k}: {instr:.1f} cycles/instr ({'SMEM-operand' if smem > compute else 'math'} "
-            f"bound), {per_kblock} per warpgroup per K-block ({cfg.schedule}: {rows} rows per warpgroup)",
-            f"epilogue subtile {em}x{en}: {cvt + smem_w + c_read:.1f} cycles per warpgroup "
-            f"(convert {cvt:.1f} + stmatrix {smem_w:.1f}" + (f" + C read {c_read:.1f}" if c_read else "") + ")",
+            f"wgmma m64n{n}k{instr_k}: {instr:.1f} cycles/instr (math rate), latency {lat:.1f}, {per_kblock} per "
+            f"warpgroup per K-block ({cfg.schedule}: {rows} rows per warpgroup)",
+            f"epilogue subtile {em}x{en}: convert+stmatrix+fence {alu:.1f}" + (f" + C read {c_read:.1f}" if c_read
+                                                                             else "")
+            + f", bulk wait {wait:.1f}, named barrier {bar:.1f}, TMA store issue {issue:.1f} cycles "
+            f"(measured on one SM, {_MB2E} epilogue.{'coop' if coop else 'pp'}.e*.*_1sm)",
+            f"A/B row pitch {pitch} B: " + ("a multiple of 128 B" if aligned else
+                                            f"not a multiple of 128 B: TMA {tma_rate:g} B/clk/SM, L2 cost x{l2_cost:g}"),
         ) + tuple(f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in MODULE_CONSTANTS)
         return cls(
             wgmma_instr_cycles=instr,
             wgmma_per_kblock=per_kblock,
             kblock_wg_cycles=per_kblock * instr,
             wgmma_drain_cycles=drain,
-            epi_subtile_cycles=cvt + smem_w + c_read,
-            named_barrier_cycles=NAMED_BARRIER_SYNC.value,
+            epi_alu_cycles=alu + c_read,
+            epi_wait_cycles=wait,
+            epi_barrier_cycles=bar,
+            epi_store_issue_cycles=issue,
+            tma_rate=tma_rate,
+            l2_cost=l2_cost,
             wake_latency=arch.mbarrier_arrive_latency_cycles.value,
             remote_latency=arch.remote_arrive_latency_cycles.value,
             notes=notes,
@@ -203,10 +333,10 @@ class Sm90Timing:
     @staticmethod
     def constants_used() -> tuple[str, ...]:
         return ("sm_count", "clock_ghz", "mma_flops_per_clk_per_sm", "mma_fp8_factor", "mma_latency_cycles",
-                "smem_read_bytes_per_clk", "epilogue_convert_elems_per_clk", "hbm_bytes_per_s",
-                "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s", "l2_latency_cycles",
-                "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles", "remote_arrive_latency_cycles",
-                "launch_overhead_ns") + tuple(c.name for c in MODULE_CONSTANTS)
+                "smem_read_bytes_per_clk", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s",
+                "l2_latency_cycles", "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles",
+                "remote_arrive_latency_cycles", "launch_overhead_ns", "tma_load_bytes_per_clk_per_sm",
+                "gpc_count") + tuple(c.name for c in MODULE_CONSTANTS)
 
 
 class MathWarpGroupOrderBarrier:
@@ -274,10 +404,11 @@ class Cta:
                                                      length=NUM_MMA_WARPGROUPS, group_size=bc["math_wg_order"],
                                                      wake_latency=wl)
                            if cfg.schedule == "pingpong" else None)
-        # Per-SM resources shared by the two consumer warpgroups: the tensor core, and the ALUs +
-        # SMEM port the epilogue's register work uses.
+        # Per-SM resources: the tensor core (shared by the two consumer warpgroups), the TMA unit's
+        # load requests and its store engine (each busy until then).
         self.tc_free = 0.0
-        self.alu_free = 0.0
+        self.tma_free = 0.0
+        self.store_free = 0.0
         self.roles: list[Role] = []
         # Set by the kernel once the cluster's CTAs exist: who receives this CTA's multicast loads.
         self.a_dst: list[Cta] = []
@@ -544,27 +675,35 @@ class Consumer(Role):
                     # C is in registers (its SMEM read is in epi_subtile_cycles): free the stage.
                     cta.epi_load.consumer_release(ld_state, self.who, self.threads)
                 ld_state.advance()
-            # visit + convert + stmatrix into the store buffer, on the SM's ALUs and SMEM port.
-            now = self._time()
-            start = cta.alu_free if cta.alu_free > now else now
-            end = start + t.epi_subtile_cycles
-            cta.alu_free = end
-            yield self._sleep(end - now)
+            # visit + convert + stmatrix into the store buffer, fence.proxy.async (each warpgroup its
+            # share, both at once in the cooperative kernel: the measured time has both running).
+            yield self._sleep(t.epi_alu_cycles)
             if self.issues_stores:
-                # cp.async.bulk.wait_group.read(store_stages - 2): the buffer the next subtile writes is free.
+                # cp.async.bulk.wait_group.read(store_stages - 2): the buffer the next subtile writes is
+                # free. The instruction itself takes epi_wait_cycles; beyond that the thread waits for
+                # the store's SMEM read.
+                now = self._time()
+                ready = now + t.epi_wait_cycles
                 self._retire_stores()
                 if len(self.stores) > allowed:
                     need = self.stores[len(self.stores) - allowed - 1]
-                    yield from self.sleep_until(need, "epilogue.store_buffer", s % cfg.epilogue_store_stages, tile, s)
-                    self._retire_stores()
+                    if need > ready:
+                        yield self._sleep(need - now)
+                        self._waited("epilogue.store_buffer", s % cfg.epilogue_store_stages, now, tile, s)
+                        ready = need
+                if ready > self._time():
+                    yield self._sleep(ready - self._time())
+                self._retire_stores()
             ev = cta.epilogue_barrier.arrive_and_wait(self.threads, self.who)
             yield from self.block(ev, "epilogue.barrier", -1, tile, s)
-            yield self._sleep(t.named_barrier_cycles)
+            yield self._sleep(t.epi_barrier_cycles)
             if self.issues_stores:
                 read_out, written = k.issue_store(cta, tile, s, self)
                 self.stores.append(read_out)
                 if written > self.last_write:
                     self.last_write = written
+                # The store issue blocks the issuing thread (the others go on to the next subtile).
+                yield self._sleep(t.epi_store_issue_cycles)
             self.span("epilogue", t0, self._time(), tile=tile, k_block=s)
 
     def _retire_stores(self) -> None:
@@ -579,7 +718,11 @@ class Sm90GemmTmaWarpSpecialized:
     """The kernel: resident clusters of the static persistent grid, their CTAs and roles."""
 
     def __init__(self, env: simpy.Environment, cfg, arch, memory: MemorySystem, *,
-                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None):
+                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None, launcher: str = "dsl"):
+        # Who sized the grid (:data:`simulator.kernels.scheduler.SM90_GRID_LAUNCHERS`): "dsl", the
+        # hardware twin (CuTe DSL: min(work, max active clusters)); "cutlass", CUTLASS C++'s host
+        # heuristic, whose grid can exceed what the hardware runs at once.
+        self.launcher = launcher
         self.env = env
         self.cfg = cfg = cfg.resolved(arch)   # idempotent: engine.simulate passes a resolved config
         self.arch = arch
@@ -608,16 +751,29 @@ class Sm90GemmTmaWarpSpecialized:
         self._epi_per_m = cfg.tile_m // self._epi_m
         self._tile_m, self._tile_n, self._m, self._n = cfg.tile_m, cfg.cta_tile_n, cfg.m, cfg.n
         self._d_bytes = cfg.epi_d_subtile_bytes
-        self._d_read_cycles = self._d_bytes / arch.smem_read_bytes_per_clk.value
-        self._tma_overhead = arch.tma_issue_overhead_cycles.value
         self._store_stages = cfg.epilogue_store_stages
+        # The SM's TMA unit (loads), its store engine, and the fixed parts of their latencies.
+        t = self.timing
+        self._tma_rate = t.tma_rate
+        self._l2_cost = t.l2_cost
+        self._tma_fixed = TMA_LOAD_FIXED.value
+        # The memory system as TMA sees it on SM90: a miss lands TMA_MISS_EXTRA later than a plain
+        # load's latency, and a hit on a slice still being filled waits for the fill.
+        memory.miss_extra = TMA_MISS_EXTRA.value
+        memory.fill_wait = True
+        self._store_rate = TMA_STORE_RATE.value
+        self._store_fixed = TMA_STORE_FIXED.value
+        self._store_write = TMA_STORE_WRITE_AFTER_READ.value
         self.raster = TileRaster.from_config(cfg, "static")
         self.grid_clusters = self.raster.num_clusters
-        resident = static_grid_clusters(cfg, arch, self.grid_clusters)
+        # The persistent grid the launcher asks for, and how many of its clusters run at once
+        # (the rest start as resident clusters exit: only CUTLASS C++'s heuristic grid can exceed it).
+        grid, resident = sm90_static_grid(cfg, arch, self.grid_clusters, self.launcher)
+        self.resident_clusters = resident
         self.clusters: list[Cluster] = []
         self.roles: list[Role] = []
-        for ci in range(resident):
-            cl = Cluster(ci, ci * cfg.cluster_size)
+        for ci in range(grid):
+            cl = Cluster(ci, (ci % resident) * cfg.cluster_size)
             self.clusters.append(cl)
             cl.ctas = [Cta(self, cl, r) for r in range(cfg.cluster_size)]
             for p in ("mainloop", "epi_load"):
@@ -637,8 +793,30 @@ class Sm90GemmTmaWarpSpecialized:
                 roles += [Consumer(c, 0), Consumer(c, 1)]
                 c.roles = roles
                 self.roles += roles
-        for r in self.roles:
-            env.process(r.process())
+        if grid <= resident:
+            for r in self.roles:
+                env.process(r.process())
+        else:
+            self._waiting: list[Cluster] = self.clusters[resident:]
+            self._live: dict[int, int] = {}
+            for cl in self.clusters:
+                self._live[cl.index] = sum(len(c.roles) for c in cl.ctas)
+            for cl in self.clusters[:resident]:
+                self._launch(cl)
+
+    # -- launch -----------------------------------------------------------------------------
+    def _launch(self, cl: Cluster) -> None:
+        for c in cl.ctas:
+            for r in c.roles:
+                self.env.process(self._run_role(r, cl))
+
+    def _run_role(self, role, cl: Cluster):
+        """A role of a grid that does not fit at once: when the last role of its cluster exits, the
+        next waiting cluster starts on the freed SMs (in grid order)."""
+        yield from role.process()
+        self._live[cl.index] -= 1
+        if self._live[cl.index] == 0 and self._waiting:
+            self._launch(self._waiting.pop(0))
 
     # -- scheduling -----------------------------------------------------------------------
     def traced(self, sm: int) -> bool:
@@ -685,9 +863,17 @@ class Sm90GemmTmaWarpSpecialized:
             a_bytes = a_bytes * self.k_tail_num // self.tile_k
             b_bytes = b_bytes * self.k_tail_num // self.tile_k
         # A's load is issued before B's (two statements: compiled, max(f(), g()) may call g first).
-        a_land = mem.load(now, a_key + kb, a_bytes)
-        b_land = mem.load(now, b_key + kb, b_bytes)
+        cost = self._l2_cost
+        a_land = mem.load_scaled(now, a_key + kb, a_bytes, cost)
+        b_land = mem.load_scaled(now, b_key + kb, b_bytes, cost)
         land = a_land if a_land > b_land else b_land
+        # The SM's TMA unit requests this CTA's slices at its rate; they land a fixed latency later.
+        if self._tma_rate > 0.0:
+            start = cta.tma_free if cta.tma_free > now else now
+            cta.tma_free = start + (a_bytes + b_bytes) / self._tma_rate
+            sm_land = cta.tma_free + self._tma_fixed
+            if sm_land > land:
+                land = sm_land
         # Each slice's bytes complete-tx on the full barrier of every receiving CTA when they land.
         a, b = self.a_slice, self.b_slice
         for c in cta.a_dst:
@@ -718,14 +904,24 @@ class Sm90GemmTmaWarpSpecialized:
         role.span("epi_load", now, land, tile=tile, k_block=s, stage=stage)
 
     def issue_store(self, cta: Cta, tile, s: int, role: Role) -> tuple[float, float]:
-        """A TMA store of one D subtile: returns (SMEM read out, bytes written)."""
+        """A TMA store of one D subtile: returns (SMEM read out, written). The SM's store engine reads
+        the subtile out of SMEM at its rate, a fixed latency on top; the memory system must have
+        taken the bytes (the HBM channel: write-through) before the read completes; the store is
+        written (``wait_group 0``) a few cycles after."""
         now = role._time()
-        smem_read = now + self._d_read_cycles + self._tma_overhead   # the subtile read out of SMEM
-        # TMA clips the store at the problem's edge: only in-bounds bytes reach memory.
-        done = self.mem.store(now, self._subtile_in_bounds(tile, s, self.cfg.bits_d))
+        # TMA clips the store at the problem's edge: only in-bounds bytes are read and written.
+        nbytes = self._subtile_in_bounds(tile, s, self.cfg.bits_d)
+        start = cta.store_free if cta.store_free > now else now
+        cta.store_free = start + nbytes / self._store_rate
+        read_out = cta.store_free + self._store_fixed
+        if nbytes:
+            accepted = self.mem.store_accepted(now, nbytes)
+            if accepted > read_out:
+                read_out = accepted
+        written = read_out + self._store_write
         if role.tr is not None:
-            role.span("tma_store", now, done, tile=tile, k_block=s, stage=s % self._store_stages)
-        return smem_read, max(done, smem_read)
+            role.span("tma_store", now, written, tile=tile, k_block=s, stage=s % self._store_stages)
+        return read_out, written
 
     def _subtile_in_bounds(self, tile, s: int, bits: int) -> int:
         """Bytes of epilogue subtile ``s`` of ``tile`` inside M x N (subtiles run M-fastest within

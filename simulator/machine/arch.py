@@ -281,7 +281,8 @@ class ArchSpec:
             mma_latency_cycles=C("mma_latency_cycles", 128, "cycles",
                                  f"{_MICRO2} wgmma.ss.f16.n128.latency_cycles (127.8): fence + one wgmma m64n128k16 "
                                  "SS + commit + wait_group 0. Per N it is 95.8/127.8/162.8/213.0 for N=64/128/192/256 "
-                                 "(issue interval + 63-84): the model applies one value to every N. (Luo et al.'s "
+                                 "(issue interval + 63-84): the SM90 model uses that table "
+                                 "(sm90_tma_ws.WGMMA_SS_LATENCY), scaled by this value / 127.8. (Luo et al.'s "
                                  "128 cycles for m64n256k16 is that shape's issue interval, measured 128.9.)",
                                  "measured-here"),
             smem_read_bytes_per_clk=C("smem_read_bytes_per_clk", 128, "B/clk/SM",
@@ -329,18 +330,25 @@ class ArchSpec:
                                       "SM90 has no tensor memory (accumulators live in registers)", "datasheet"),
             epilogue_convert_elems_per_clk=C(
                 "epilogue_convert_elems_per_clk", 128, "elems/clk/SM",
-                "not published: 4 warp schedulers x 32 lanes x ~1 element/clk (packed cvt = 2 elems/instr, "
-                "shared with scale and st.shared issue)", "estimate"),
-            launch_overhead_ns=C("launch_overhead_ns", 4000, "ns",
-                                 "not published for this kernel: typical launch+event overhead ~4 us",
-                                 "estimate"),
+                "not used by the SM90 model (its epilogue per subtile is measured: sm90_tma_ws.EPILOGUE_PHASES_1SM); "
+                "not published: 4 warp schedulers x 32 lanes x ~1 element/clk", "estimate"),
+            launch_overhead_ns=C("launch_overhead_ns", 4256, "ns",
+                                 "validation/results/h200_campaign.json: median over our kernel's 1424 timed "
+                                 "configs x problems of the CUDA-event time minus the in-kernel span (launches "
+                                 "queued behind a busy kernel: the GPU-side launch, prologue before the first "
+                                 "role starts, and drain; row medians 3.1-5.2 us; back to back in a CUDA graph "
+                                 "1.0 us)", "measured-here"),
             max_cluster_size=C("max_cluster_size", 16, "CTAs",
                                f"{_MICRO2} cluster.c16.max_active_clusters.twin_smem: 7 clusters of 16 CTAs "
                                "(non-portable opt-in) resident at once; " + _CUDA_GUIDE_CLUSTERS, "measured-here"),
-            tma_load_bytes_per_clk_per_sm=C("tma_load_bytes_per_clk_per_sm", 0, "B/clk/SM",
-                                            "not modelled on SM90 yet: no per-SM TMA limit (0)", "estimate"),
-            gpc_count=C("gpc_count", 8, "GPCs", "NVIDIA H100 whitepaper: GH100 has 8 GPCs (H200: same die)",
-                        "datasheet"),
+            tma_load_bytes_per_clk_per_sm=C("tma_load_bytes_per_clk_per_sm", 106.3, "B/clk/SM",
+                                            f"{_MICRO2} tma_stream.depth4.1sm.bytes_per_clk_per_sm: one SM streaming "
+                                            "32 KiB TMA loads from L2, 4 in flight (6: 106.0; l2_to_sm.f*.1sm: "
+                                            "105.6-107.0); rows of a pitch that is not a multiple of 128 B: 47.8 "
+                                            "(tma_stream.l2.p8208.1sm.bytes_per_clk_per_sm)", "measured-here"),
+            gpc_count=C("gpc_count", 8, "GPCs", "NVIDIA H100 whitepaper: GH100 has 8 GPCs (H200: same die); "
+                        "the SM90 model places clusters over the 12 measured placement domains instead "
+                        "(simulator.kernels.scheduler.H200_PLACEMENT_DOMAINS)", "datasheet"),
             epilogue_subtile_sync_cycles=C("epilogue_subtile_sync_cycles", 0, "cycles",
                                            "not modelled on SM90 (0)", "estimate"),
         )

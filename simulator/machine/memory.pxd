@@ -13,6 +13,8 @@ cdef class Channel:
     cdef public dict bins
     @cython.locals(start=double, dur=double, end=double, b=long)
     cpdef double reserve(self, double now, long long nbytes)
+    @cython.locals(start=double, dur=double, end=double, b=long)
+    cpdef double reserve_scaled(self, double now, long long nbytes, double cost)
 
 
 @cython.final
@@ -28,14 +30,19 @@ cdef class MemorySystem:
     cdef public object _prev_arr
     cdef public object _next_arr
     cdef public object _size_arr
+    cdef public object _ready_arr
     cdef long long[::1] _prev
     cdef long long[::1] _next
     cdef long long[::1] _size
+    cdef double[::1] _ready
     cdef public long long hbm_read_bytes
     cdef public long long hbm_write_bytes
     cdef public long long l2_hits
     cdef public long long l2_misses
     cdef public long long load_bytes
+    cdef public bint last_hit
+    cdef public bint fill_wait
+    cdef public double miss_extra
     cdef public dict _key_blocks
     cdef public object _next_key
     cpdef object key_block(self, tuple name, long long size)
@@ -44,7 +51,10 @@ cdef class MemorySystem:
     cdef void _unlink(self, Py_ssize_t slot)
     @cython.locals(prev=cython.longlong[::1], nxt=cython.longlong[::1], last=Py_ssize_t)
     cdef void _push_most_recent(self, Py_ssize_t slot)
-    @cython.locals(end=double, slot=Py_ssize_t, old=Py_ssize_t, size=cython.longlong[::1], nxt=cython.longlong[::1])
     cpdef double load(self, double now, object key, long long nbytes)
+    @cython.locals(end=double, land=double, slot=Py_ssize_t, old=Py_ssize_t, size=cython.longlong[::1],
+                   nxt=cython.longlong[::1])
+    cpdef double load_scaled(self, double now, object key, long long nbytes, double l2_cost)
     @cython.locals(end=double)
     cpdef double store(self, double now, long long nbytes)
+    cpdef double store_accepted(self, double now, long long nbytes)

@@ -50,6 +50,20 @@ class Channel:
             self.bins[b] = self.bins.get(b, 0.0) + nbytes
         return end
 
+    def reserve_scaled(self, now: float, nbytes: int, cost: float) -> float:
+        """:meth:`reserve` for ``nbytes`` that occupy the channel as long as ``nbytes x cost`` would
+        (e.g. TMA rows that straddle cache lines: each row costs more than its bytes)."""
+        start = self.next_free if self.next_free > now else now
+        dur = nbytes * cost / self.bytes_per_cycle
+        end = start + dur
+        self.next_free = end
+        self.bytes_total += nbytes
+        self.busy_cycles += dur
+        if self.bin_cycles:
+            b = int(end // self.bin_cycles)
+            self.bins[b] = self.bins.get(b, 0.0) + nbytes
+        return end
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryTiming:
@@ -80,6 +94,13 @@ class MemorySystem:
         self.l2_hits = 0
         self.l2_misses = 0
         self.load_bytes = 0
+        self.last_hit = False       # whether the latest load hit in L2 (read by the SM90 model)
+        # Options a kernel model may switch on (off: the behaviour the SM100 model is built on):
+        # ``fill_wait``: a hit on a slice whose miss is still being filled from HBM waits for that
+        # fill (the data is not in L2 yet; hit-under-miss); ``miss_extra``: cycles a miss lands
+        # later than ``hbm_latency + tma_overhead`` (a TMA miss costs more than a plain load's).
+        self.fill_wait = False
+        self.miss_extra = 0.0
         self._key_blocks: dict = {}
         self._next_key = 0
         # The LRU: slot ``key + 1`` per slice key, slot 0 the list head (its next: the least
@@ -89,9 +110,11 @@ class MemorySystem:
         self._prev_arr = array("q", [0])
         self._next_arr = array("q", [0])
         self._size_arr = array("q", [-1])
+        self._ready_arr = array("d", [0.0])     # per slot: when a missed slice's bytes have landed
         self._prev = self._prev_arr
         self._next = self._next_arr
         self._size = self._size_arr
+        self._ready = self._ready_arr
 
     def key_block(self, name: tuple, size: int) -> int:
         """The first of ``size`` consecutive integer keys reserved for the slices of ``name`` (e.g.
@@ -116,13 +139,15 @@ class MemorySystem:
             return
         extra = max(slots, 2 * have) - have
         # Compiled, _prev/_next/_size are views of the arrays: let go of them while they grow.
-        self._prev = self._next = self._size = None
+        self._prev = self._next = self._size = self._ready = None
         self._prev_arr.extend(array("q", [0]) * extra)
         self._next_arr.extend(array("q", [0]) * extra)
         self._size_arr.extend(array("q", [-1]) * extra)
+        self._ready_arr.extend(array("d", [0.0]) * extra)
         self._prev = self._prev_arr
         self._next = self._next_arr
         self._size = self._size_arr
+        self._ready = self._ready_arr
 
     def _unlink(self, slot: int) -> None:
         prev, nxt = self._prev, self._next
@@ -144,6 +169,12 @@ class MemorySystem:
 
         ``key`` names the slice: an integer from :meth:`key_block`, or any other hashable (numbered
         on first use). Loads of the same key hit in L2 while it is resident."""
+        return self.load_scaled(now, key, nbytes, 1.0)
+
+    def load_scaled(self, now: float, key, nbytes: int, l2_cost: float) -> float:
+        """:meth:`load` whose bytes occupy the L2 -> SM path ``l2_cost`` times as long as aligned ones
+        (rows whose pitch is not a multiple of the 128-B line straddle two lines); HBM is unchanged.
+        ``l2_cost`` 1.0 is exactly :meth:`load`. Sets :attr:`last_hit`."""
         self.load_bytes += nbytes
         slot = (key if type(key) is int else self.key_block(("key", key), 1)) + 1
         size = self._size
@@ -152,13 +183,25 @@ class MemorySystem:
             self._unlink(slot)
             self._push_most_recent(slot)
             self.l2_hits += 1
-            end = self.l2.reserve(now, nbytes)
-            return end + self._l2_latency + self._tma_overhead
+            self.last_hit = True
+            if l2_cost == 1.0:
+                end = self.l2.reserve(now, nbytes)
+            else:
+                end = self.l2.reserve_scaled(now, nbytes, l2_cost)
+            land = end + self._l2_latency + self._tma_overhead
+            if self.fill_wait and self._ready[slot] > land:
+                # Hit under miss: the slice is still on its way from HBM; it lands with the fill.
+                land = self._ready[slot]
+            return land
         self.l2_misses += 1
+        self.last_hit = False
         self.hbm_read_bytes += nbytes
         end = self.hbm.reserve(now, nbytes)
         # The bytes also pass through L2 on their way to the SM.
-        self.l2.reserve(now, nbytes)
+        if l2_cost == 1.0:
+            self.l2.reserve(now, nbytes)
+        else:
+            self.l2.reserve_scaled(now, nbytes, l2_cost)
         size[slot] = nbytes
         self._push_most_recent(slot)
         self._lru_bytes += nbytes
@@ -169,13 +212,23 @@ class MemorySystem:
             self._unlink(old)
             self._lru_bytes -= size[old]
             size[old] = -1
-        return end + self._hbm_latency + self._tma_overhead
+        land = end + self._hbm_latency + self._tma_overhead + self.miss_extra
+        if self.fill_wait:
+            self._ready[slot] = land
+        return land
 
     def store(self, now: float, nbytes: int) -> float:
         """A TMA store issued at ``now``; returns when its bytes are written (write-through)."""
         self.hbm_write_bytes += nbytes
         end = self.hbm.reserve(now, nbytes)
         return end + self._hbm_latency
+
+    def store_accepted(self, now: float, nbytes: int) -> float:
+        """A TMA store issued at ``now``: its bytes reserve the HBM channel (write-through); returns
+        when the channel has taken them (no DRAM latency: the writer sees the store complete once
+        the memory system has accepted it, not when DRAM has written it)."""
+        self.hbm_write_bytes += nbytes
+        return self.hbm.reserve(now, nbytes)
 
     @property
     def hbm_bytes(self) -> int:
