@@ -172,3 +172,37 @@ def test_8192_cubed_fp16_on_h200(schedule):
     print(f"\n8192^3 fp16 {schedule}: {r.tflops:.0f} TFLOP/s = {r.peak_fraction:.3f} of peak")
     assert r.ok and r.tile_check() == (r.tiles_expected, 0)
     assert 0.8 < r.peak_fraction < 1.0
+
+
+def _run_with_launcher(cfg, arch, launcher):
+    """simulate(), with the kernel built for ``launcher`` (simulate() always uses the twin's grid)."""
+    from simulator.engine.fast_env import FastEnv
+    from simulator.kernels.sm90_tma_ws import Sm90GemmTmaWarpSpecialized
+    from simulator.machine.memory import MemorySystem, MemoryTiming
+    cfg = cfg.resolved(arch)
+    env = FastEnv()
+    mem = MemorySystem(MemoryTiming(arch.hbm_bytes_per_clk, arch.l2_bytes_per_clk, arch.hbm_latency_cycles.value,
+                                    arch.l2_latency_cycles.value, arch.tma_issue_overhead_cycles.value,
+                                    int(arch.l2_bytes.value)))
+    k = Sm90GemmTmaWarpSpecialized(env, cfg, arch, mem, launcher=launcher)
+    env.run()
+    return k
+
+
+def test_cutlass_heuristic_grid_larger_than_what_fits_runs_in_two_launch_waves():
+    # 100 SMs over 8 GPCs (14/14/12 x 6 SMs): 8 clusters of 8 fit at once; CUTLASS's heuristic (18 SMs per
+    # GPC) asks for 11. The 3 extra clusters start as resident ones exit; every tile is still done once.
+    arch = H200.with_overrides({"sm_count": 100})
+    cfg = Sm90GemmConfig(m=8192, n=2048, k=512, cluster_m=8, cluster_n=1, dtype_ab="fp16", dtype_c="fp16",
+                         dtype_d="fp16")
+    dsl = _run_with_launcher(cfg, arch, "dsl")
+    cut = _run_with_launcher(cfg, arch, "cutlass")
+    assert (len(dsl.clusters), dsl.resident_clusters) == (8, 8)
+    assert (len(cut.clusters), cut.resident_clusters) == (11, 8)
+    for k in (dsl, cut):
+        assert not k.unfinished_roles()
+        done = [t for t in k.stats.tiles_done]
+        assert len(done) == len(set(done)) == cfg.tiles_m * cfg.resolved(arch).tiles_n
+    late = [r.start_cycle for r in cut.roles if r.cta.cluster.index >= 8]
+    assert min(late) > 0                       # they waited for a slot
+    assert cut.stats.end_cycle > dsl.stats.end_cycle    # 11 clusters on 8 slots: a ragged second wave
