@@ -207,6 +207,14 @@ class Progress:
 
 
 # --------------------------------------------------------------------------------------- writing
+def out_format(path: str) -> str:
+    """The format (one of :data:`FORMATS`) a result file ``path`` is written in, from its suffix."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in FORMATS:
+        raise ConfigError(f"--out {path}: unknown format {suffix or '(no suffix)'!r}; valid: {', '.join(FORMATS)}")
+    return suffix
+
+
 class RowWriter:
     """Writes rows to ``path`` in index order as they finish, flushing each; see the module docstring.
 
@@ -215,9 +223,7 @@ class RowWriter:
     """
 
     def __init__(self, path: str, columns: Sequence[str], first_index: int = 0) -> None:
-        suffix = os.path.splitext(path)[1].lower()
-        if suffix not in FORMATS:
-            raise ConfigError(f"--out {path}: unknown format {suffix or '(no suffix)'!r}; valid: {', '.join(FORMATS)}")
+        suffix = out_format(path)
         self.path = path
         self.format = suffix
         self.columns = list(columns)

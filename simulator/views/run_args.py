@@ -1,9 +1,11 @@
 """What the ``wsim`` sub-commands share: their exit codes and error handling (``run_command``),
-run arguments, SM lists, output paths, progress on stderr, and ``run_simulation`` (``simulate()``
-with an up-front estimate).
+run arguments, SM lists, output paths, progress on stderr, ``run_simulation`` (``simulate()``
+with an up-front estimate), and the flags of the batch commands (``add_batch_arguments``,
+``batch_options``: ``wsim sweep`` and ``wsim tune``).
 
-``wsim`` (:mod:`simulator.views.cli`), ``wsim plot`` (:mod:`simulator.views.plot_cli`) and
-``wsim validate`` (:mod:`validation.compare`) import from here; this module imports none of them.
+``wsim`` (:mod:`simulator.views.cli`), ``wsim plot`` (:mod:`simulator.views.plot_cli`), ``wsim
+sweep``/``tune`` (:mod:`simulator.views.sweep_cli`, :mod:`simulator.views.tune_cli`) and ``wsim
+validate`` (:mod:`validation.compare`) import from here; this module imports none of them.
 Bad input raises :class:`ArgError`, :class:`~simulator.errors.ConfigError` (or another of
 :data:`INPUT_ERRORS`) with a message that names the value; :func:`run_command` turns it into one
 line on stderr and exit status 2.
@@ -20,11 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from simulator import _native
 from simulator.engine.run import DEFAULT_MAX_EVENTS, estimate_events, simulate
+from simulator.engine.sweep import BACKENDS
 from simulator.engine.trace import TraceFormatError
 from simulator.errors import ConfigError, SimulationLimitError
 from simulator.kernels.scheduler import make_scheduler
-from simulator.machine.arch import ArchSpec
+from simulator.machine.arch import ArchSpec, get_arch
 from simulator.protocol.knobs import ProtocolKnobs
 from simulator.views.breakdown import SelectionError
 
@@ -252,3 +256,94 @@ def run_simulation(cfg, arch: ArchSpec, *, knobs: ProtocolKnobs | None = None, m
     finally:
         if progress is not None:
             progress.close()
+
+
+# ------------------------------------------------------------------------------------ sweep and tune
+def add_batch_arguments(s: argparse.ArgumentParser) -> None:
+    """The flags of the commands that simulate many configs (``wsim sweep``, ``wsim tune``): arch and
+    constant overrides, worker processes, backend (and Ray cluster), event budget, engine, progress.
+    Values stay text here and are checked by :func:`batch_options` (one-line errors naming them)."""
+    s.add_argument("--arch", default="b200", help="b200 (sm100, default) or h200 (sm90)")
+    s.add_argument("--arch-set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override an arch constant, e.g. clock_ghz=1.3")
+    s.add_argument("--workers", metavar="N", help="worker processes (default: every CPU this process may use)")
+    s.add_argument("--backend", default="process", help="process (default), serial or ray")
+    s.add_argument("--ray-address", metavar="ADDR", help="Ray cluster to attach to (default: $RAY_ADDRESS or local)")
+    s.add_argument("--max-events", metavar="N", help="event budget of each run (a config over it becomes an error "
+                   "row; 0 = no limit; default: simulate's, as for wsim simulate)")
+    s.add_argument("--engine", default=None, help="simulation engine: fast or reference (default: simulate's)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def batch_options(args) -> tuple[ArchSpec, dict]:
+    """The arch and the run options (``workers``, ``backend``, ``ray_address``, ``max_events``,
+    ``engine``, ``progress``: keyword arguments of ``run_sweep`` and ``tune``) of
+    :func:`add_batch_arguments`' flags, checked."""
+    workers = positive_int(args.workers, "--workers") if args.workers is not None else None
+    max_events = max_events_arg(args.max_events)
+    if args.backend not in BACKENDS:
+        raise ConfigError(f"--backend={args.backend!r}: unknown; valid: {', '.join(BACKENDS)}")
+    if args.engine is not None and args.engine not in ("fast", "reference"):
+        raise ConfigError(f"--engine={args.engine!r}: unknown; valid: fast, reference")
+    arch = arch_from_args(args.arch, args.arch_set)
+    return arch, {"workers": workers, "backend": args.backend, "ray_address": args.ray_address,
+                  "max_events": max_events, "engine": args.engine, "progress": not args.no_progress}
+
+
+def note_core() -> None:
+    """Say on stderr when the simulator's hot modules run as pure Python (a stale or missing build):
+    a sweep or a tune then takes several times as long, with the same results."""
+    if not _native.COMPILED:
+        print(f"wsim: note: the simulator runs on its {_native.status()}: same results, several times slower",
+              file=sys.stderr)
+
+
+def positive_int(text: str, flag: str) -> int:
+    try:
+        v = int(text)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{flag}={text!r}: must be a positive integer") from None
+    if v < 1:
+        raise ConfigError(f"{flag}={text!r}: must be a positive integer")
+    return v
+
+
+def max_events_arg(text: str | None):
+    """``--max-events`` of sweep and tune, read as ``wsim simulate`` reads it: a whole number, 0 for no
+    limit (None); not given: simulate's default budget (``...``)."""
+    if text is None:
+        return ...
+    try:
+        v = int(text)
+    except (TypeError, ValueError):
+        v = -1
+    if v < 0:
+        raise ConfigError(f"--max-events={text!r}: must be a whole number of events (0 = no limit)")
+    return None if v == 0 else v
+
+
+def split_kv(text: str, flag: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise ConfigError(f"{flag} {text!r}: expected FIELD=VALUE")
+    k, v = text.split("=", 1)
+    if not k.strip():
+        raise ConfigError(f"{flag} {text!r}: empty field name")
+    return k.strip(), v.strip()
+
+
+def arch_from_args(name: str, overrides: list[str]) -> ArchSpec:
+    """``--arch`` and its ``--arch-set NAME=VALUE`` overrides (numbers only)."""
+    arch = get_arch(name)
+    if overrides:
+        values: dict[str, float] = {}
+        for o in overrides:
+            key, text = split_kv(o, "--arch-set")
+            try:
+                values[key] = int(text)
+            except ValueError:
+                try:
+                    values[key] = float(text)
+                except ValueError:
+                    raise ConfigError(f"--arch-set {key}={text!r}: must be a number") from None
+        arch = arch.with_overrides(values, origin="--arch-set")
+    return arch

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import sys
 
+from simulator.engine.sweep import out_format
+from simulator.engine.tune import SEARCHES, tune
 from simulator.errors import ConfigError
+from simulator.kernels.space import SPACES
+from simulator.views.run_args import add_batch_arguments, batch_options, note_core, positive_int
 
 
 def add_tune_parser(sub):
@@ -20,9 +24,6 @@ def add_tune_parser(sub):
     s.add_argument("--dtype", default="bf16", help="A/B data type (default bf16); D is the same 16-bit type, "
                    "or bf16 for 8-bit inputs")
     s.add_argument("--dtype-d", default=None, help="output type (default: see --dtype)")
-    s.add_argument("--arch", default="b200", help="b200 (sm100, default) or h200 (sm90)")
-    s.add_argument("--arch-set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override an arch constant, e.g. clock_ghz=1.3")
     s.add_argument("--space", default="full", help="full (default), hw (the SM90 hardware twin's configs) or "
                    "gemm-model (the 16 B200 configs of hbarclay/gemm-model)")
     s.add_argument("--search", default="auto", help="auto (default: exhaustive for small spaces), staged or exhaustive")
@@ -30,44 +31,27 @@ def add_tune_parser(sub):
     s.add_argument("--no-prune", action="store_true", help="simulate candidates the bound rules out too")
     s.add_argument("--top", default="10", metavar="N", help="rows of the printed table (default 10)")
     s.add_argument("--out", metavar="FILE", help="write the whole ranked table (.csv, .json or .jsonl)")
-    s.add_argument("--workers", metavar="N", help="worker processes (default: every CPU this process may use)")
-    s.add_argument("--backend", default="process", help="process (default), serial or ray")
-    s.add_argument("--max-events", metavar="N", help="event budget of each run (0 = no limit; default: simulate's, "
-                   "as for wsim simulate)")
-    s.add_argument("--engine", default=None, help="simulation engine: fast or reference (default: simulate's)")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_batch_arguments(s)
     return s
 
 
 def run_tune_cmd(args) -> int:
-    from simulator.engine.sweep import BACKENDS, FORMATS
-    from simulator.engine.tune import SEARCHES, tune
-    from simulator.kernels.space import SPACES
-    from simulator.views.sweep_cli import arch_from_args, max_events_arg, note_core, positive_int
-
     m = positive_int(args.m, "--m")
     n = positive_int(args.n, "--n")
     k = positive_int(args.k, "--k")
     top = positive_int(args.top, "--top")
     beam = positive_int(args.beam, "--beam")
-    workers = positive_int(args.workers, "--workers") if args.workers is not None else None
-    max_events = max_events_arg(args.max_events)
     if args.space not in SPACES:
         raise ConfigError(f"--space={args.space!r}: unknown; valid: {', '.join(SPACES)}")
     if args.search not in SEARCHES:
         raise ConfigError(f"--search={args.search!r}: unknown; valid: {', '.join(SEARCHES)}")
-    if args.backend not in BACKENDS:
-        raise ConfigError(f"--backend={args.backend!r}: unknown; valid: {', '.join(BACKENDS)}")
-    if args.engine is not None and args.engine not in ("fast", "reference"):
-        raise ConfigError(f"--engine={args.engine!r}: unknown; valid: fast, reference")
-    if args.out and not args.out.lower().endswith(FORMATS):
-        raise ConfigError(f"--out {args.out}: unknown format; valid: {', '.join(FORMATS)}")
-    arch = arch_from_args(args.arch, args.arch_set)
+    arch, opts = batch_options(args)
+    if args.out:
+        out_format(args.out)
     note_core()
     res = tune(m, n, k, dtype=args.dtype, dtype_d=args.dtype_d, arch=arch, space=args.space, top=top,
-               search=args.search, beam=beam, prune=False if args.no_prune else None, workers=workers,
-               progress=not args.no_progress, backend=args.backend, max_events=max_events, engine=args.engine,
-               on_interrupt="return")
+               search=args.search, beam=beam, prune=False if args.no_prune else None, on_interrupt="return",
+               **opts)
     print(res.table(top))
     if args.out:
         res.write(args.out)
