@@ -22,7 +22,8 @@ MMA tiles of the problem spread over the tensor cores that can be resident, roun
 tiles per tensor core, times the K-blocks of a tile, times the model's own tensor-core cycles per
 K-block (the larger of the FLOP time and the SMEM-operand time, from the kernel's Timing); (b) the
 compulsory HBM bytes at the HBM bandwidth; (a) also waits for the first load (an L2 hit's latency
-and the TMA overhead, the least any load takes) and ends with the last store's HBM latency. Candidates are simulated in order of their bound; a
+and the TMA overhead, the least any load takes) and ends with the last store's HBM latency (SM90: the
+least a TMA store takes to be read and written). Candidates are simulated in order of their bound; a
 candidate whose bound is not below the ``max(top, beam)``-th best time simulated so far is not
 simulated (row status "pruned"). A candidate that differs from a simulated one only in raster or
 swizzle and hands out the same tiles in the same order is not simulated again either (its row
@@ -34,17 +35,27 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from simulator.engine.sweep import Progress, Row, RowWriter, columns_for, config_dict, iter_rows
+from simulator.engine.sweep import (
+    Progress,
+    Row,
+    RowWriter,
+    columns_for,
+    config_dict,
+    constants_path,
+    iter_rows,
+)
 from simulator.errors import ConfigError
 from simulator.kernels.gemm_config import check_shape
 from simulator.kernels.scheduler import TileRaster, max_resident_clusters, static_grid_clusters
 from simulator.kernels.space import Space, make_space
 from simulator.machine.arch import ArchSpec, get_arch
+from simulator.machine.provenance import arch_provenance, provenance_lines
 
 SEARCHES = ("auto", "staged", "exhaustive")
 #: ``search="auto"`` simulates every candidate of a space with at most this many combinations.
@@ -83,9 +94,15 @@ def lower_bound_ns(cfg, arch: ArchSpec) -> float:
     per_unit = -(-tiles // tensor_core_units(cfg, arch))
     tc_cycles = per_unit * cfg.k_tiles * kblock_tensor_cycles(cfg, arch)
     # No MMA before its first K-block has landed (at best an L2 hit), and the kernel ends after the
-    # last tile's store has reached HBM.
+    # last tile's store has been written (SM100: reached HBM; SM90: read out of SMEM and written).
+    if cfg.arch_name == "sm90":
+        from simulator.kernels.sm90_tma_ws import TMA_STORE_FIXED, TMA_STORE_WRITE_AFTER_READ
+
+        store = TMA_STORE_FIXED.value + TMA_STORE_WRITE_AFTER_READ.value
+    else:
+        store = arch.hbm_latency_cycles.value
     latency = (min(arch.l2_latency_cycles.value, arch.hbm_latency_cycles.value) + arch.tma_issue_overhead_cycles.value
-               + arch.hbm_latency_cycles.value)
+               + store)
     hbm_cycles = cfg.compulsory_bytes / arch.hbm_bytes_per_clk
     return arch.launch_overhead_ns.value + (max(tc_cycles + latency, hbm_cycles)) / arch.clock_ghz.value
 
@@ -148,6 +165,7 @@ class TuneResult:
     wall_s: float
     configs: dict = field(default_factory=dict)   # row index -> the candidate config object
     interrupted: bool = False                     # Ctrl-C stopped the search (rows: what had finished)
+    constants: dict = field(default_factory=dict)  # the arch and constants behind every prediction
 
     @property
     def best(self) -> Row | None:
@@ -175,7 +193,8 @@ class TuneResult:
 
     def table(self, top: int | None = None) -> str:
         top = self.top if top is None else top
-        lines = [f"wsim tune: M={self.m} N={self.n} K={self.k} {self.dtype} on {self.arch}", self.summary(), "",
+        lines = [f"wsim tune: M={self.m} N={self.n} K={self.k} {self.dtype} on {self.arch}",
+                 *(provenance_lines(self.constants) if self.constants else []), self.summary(), "",
                  f"{'rank':>4} {'time us':>10} {'TFLOP/s':>8} {'peak':>5}  {'bottleneck':<17} {'stage':>5}  config"]
         shown = 0
         same = 0
@@ -203,15 +222,18 @@ class TuneResult:
         return [r.to_dict() for r in self.rows]
 
     def write(self, path: str) -> None:
-        """The whole ranked table as .csv, .json or .jsonl."""
-        w = RowWriter(path, columns_for(list(self.configs.values())[:1] or [], EXTRA_COLUMNS))
+        """The whole ranked table as .csv, .json or .jsonl, with the constants that produced it (a
+        .json file's "constants"; else the sidecar ``sweep.constants_path(path)``)."""
+        w = RowWriter(path, columns_for(list(self.configs.values())[:1] or [], EXTRA_COLUMNS),
+                      constants=self.constants or None)
         try:
             w.write_all(self.rows)
         finally:
             w.close()
 
     def to_csv(self, path: str | None = None) -> str:
-        """The whole table as CSV text (also written to ``path`` if given)."""
+        """The whole table as CSV text (also written to ``path`` if given, with the constants in the
+        sidecar ``sweep.constants_path(path)``)."""
         import io
 
         buf = io.StringIO()
@@ -224,11 +246,15 @@ class TuneResult:
         if path is not None:
             with open(path, "w", newline="") as fh:
                 fh.write(text)
+            if self.constants:
+                with open(constants_path(path), "w") as fh:
+                    json.dump({"constants": self.constants, "rows_file": os.path.basename(path)}, fh, indent=1,
+                              default=str)
         return text
 
     def to_json(self) -> str:
         return json.dumps({"problem": {"m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype},
-                           "arch": self.arch, "space": self.space, "search": self.search, "beam": self.beam,
+                           "arch": self.arch, "constants": self.constants, "space": self.space, "search": self.search, "beam": self.beam,
                            "stages": [s.__dict__ for s in self.stages], "wall_s": self.wall_s,
                            "rows": self.to_dicts()}, indent=1, default=str)
 
@@ -412,7 +438,7 @@ def tune(m: int, n: int, k: int, *, dtype: str = "bf16", dtype_d: str | None = N
     return TuneResult(m=m, n=n, k=k, dtype=sp.base.dtype_ab, arch=a.name, space=sp.name, search=search,
                       beam=beam, top=top, rows=s.ranked(), stages=s.stages, combinations=combos,
                       space_note=sp.note, workers=w, wall_s=time.perf_counter() - t0, configs=s.configs,
-                      interrupted=interrupted)
+                      interrupted=interrupted, constants=arch_provenance(a))
 
 
 def _no_candidate(sp: Space, arch: ArchSpec) -> None:
