@@ -87,14 +87,18 @@ def test_writer_keeps_input_order_and_flushes(tmp_path):
     assert header[:3] == ["index", "arch", "m"] and "tile_n" in header and "mma_tile_n" in header
     for suffix in (".json", ".jsonl"):
         p = tmp_path / f"rows{suffix}"
-        w = RowWriter(str(p), columns_for(cfgs))
+        w = RowWriter(str(p), columns_for(cfgs), constants={"arch": "B200"})
         w.add(row(1))
         w.add(row(0))
         w.close()
         if suffix == ".json":
-            data = json.loads(p.read_text())
+            doc = json.loads(p.read_text())
+            data = doc["rows"]
+            assert doc["constants"] == {"arch": "B200"}
         else:
             data = [json.loads(line) for line in p.read_text().splitlines()]
+            side = json.loads((tmp_path / "rows.constants.json").read_text())
+            assert side == {"constants": {"arch": "B200"}, "rows_file": "rows.jsonl"}
         assert [d["index"] for d in data] == [0, 1]
     with pytest.raises(ConfigError, match="unknown format '.txt'"):
         RowWriter(str(tmp_path / "x.txt"), [])
@@ -141,6 +145,32 @@ def test_cli_sweep_grid(tmp_path):
     got = list(csv.DictReader(out.open()))
     assert [(r["mma_tile_n"], r["cluster_m"]) for r in got] == [("64", "2"), ("64", "4"), ("128", "2"), ("128", "4")]
     assert all(r["status"] == "ok" and float(r["time_us"]) > 0 and r["m"] == "1024" for r in got)
+
+
+def test_cli_sweep_says_which_constants_made_the_rows(tmp_path):
+    out = tmp_path / "c.csv"
+    common = ("--set", "m=256", "--set", "n=256", "--set", "k=256", "--backend", "serial", "--no-progress",
+              "--arch-set", "clc_query_latency_cycles=800")
+    p = _wsim("sweep", *common, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    b200 = get_arch("b200")
+    estimates = [c for c in b200.constants() if c.kind == "estimate" and c.name != "clc_query_latency_cycles"]
+    fitted = [c for c in b200.constants() if c.kind == "fitted"]
+    assert estimates and fitted
+    head = p.stdout
+    assert "arch       B200 (SM100), clock 1.965 GHz" in head
+    assert "overrides  clc_query_latency_cycles = 800 cycles (--arch-set)" in head
+    for c in estimates + fitted:
+        assert f"{c.name} = {c.value:g} {c.unit}" in " ".join(head.split()), c.name
+    side = json.loads((tmp_path / "c.constants.json").read_text())["constants"]
+    assert side["arch"] == "B200" and side["clock_ghz"] == b200.clock_ghz.value
+    assert [c["name"] for c in side["overrides"]] == ["clc_query_latency_cycles"]
+    assert {c["name"] for c in side["estimates"]} == {c.name for c in estimates}
+    assert {c["name"] for c in side["fitted"]} == {c.name for c in fitted}
+    assert len(side["constants"]) == len(b200.constants()) and all(c["source"] for c in side["constants"])
+    p = _wsim("sweep", *common)                     # no --out: the table has the same header block
+    assert p.returncode == 0, p.stderr
+    assert "overrides  clc_query_latency_cycles = 800 cycles (--arch-set)" in p.stdout and "[fitted]" in p.stdout
 
 
 def test_cli_max_events_reads_as_wsim_simulate_does(tmp_path):

@@ -111,6 +111,16 @@ def test_result_files(tmp_path):
     assert res.to_csv().splitlines()[0] == p.read_text().splitlines()[0]
     data = json.loads(res.to_json())
     assert data["space"] == "gemm-model" and len(data["rows"]) == 16
+    # which constants made the ranking: the table's header, the CSV's sidecar, the JSON's "constants"
+    fitted = [c for c in get_arch("b200").constants() if c.kind == "fitted"]
+    assert fitted and all(f"{c.name} = {c.value:g} {c.unit}" in " ".join(res.table().split()) for c in fitted)
+    assert "arch       B200 (SM100), clock 1.965 GHz" in res.table()
+    side = json.loads((tmp_path / "t.constants.json").read_text())
+    assert side["rows_file"] == "t.csv" and {c["name"] for c in side["constants"]["fitted"]} == {c.name for c in fitted}
+    assert data["constants"] == side["constants"]
+    res.write(str(tmp_path / "t.json"))
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["constants"] == side["constants"] and [r["rank"] for r in doc["rows"]] == list(range(1, 17))
 
 
 def test_public_api_and_errors():
@@ -134,8 +144,9 @@ def test_cli_tune(tmp_path):
               "--top", "3", "--out", str(out), "--no-progress", "--workers", "2")
     assert p.returncode == 0, p.stderr
     assert "best:" in p.stdout and "search     exhaustive" in p.stdout
-    rows = json.loads(out.read_text())
-    assert len(rows) == 16 and rows[0]["rank"] == 1
+    doc = json.loads(out.read_text())
+    assert len(doc["rows"]) == 16 and doc["rows"][0]["rank"] == 1 and doc["constants"]["arch"] == "B200"
+    assert "[fitted]   " in p.stdout and "[estimate] " in p.stdout and "overrides  none" in p.stdout
 
 
 @pytest.mark.parametrize("args, message", [

@@ -15,8 +15,14 @@ Results are returned and written in input order whatever order they finish in: t
 the rows that finished ahead of an unfinished one and writes them when it can. On Ctrl-C (or any
 exception) every finished row is written (those held back too, still in input order) and the file
 is closed properly before the interrupt propagates, so a sweep stopped half way leaves its finished
-rows on disk. Formats, by file suffix: ``.csv``, ``.json`` (one array), ``.jsonl`` (one object per
-line).
+rows on disk. Formats, by file suffix: ``.csv``, ``.json`` (an object: ``"constants"``, then
+``"rows"``, an array), ``.jsonl`` (one object per line).
+
+Every result file says which arch and constants produced it (:func:`simulator.machine.provenance.
+arch_provenance`: the arch, its clock, every override, every fitted and estimated constant, and the
+whole table with sources): in ``.json`` as its ``"constants"`` object; a ``.csv`` or ``.jsonl`` file
+keeps one row per line and gets a sidecar, ``NAME.constants.json`` beside ``NAME.csv``
+(:func:`constants_path`), written when the rows file is opened.
 
 Ray (``backend="ray"``): the same task function as a Ray remote function; results are collected as
 Ray reports them and written in input order like the local ones. ``ray_address`` (or $RAY_ADDRESS)
@@ -40,6 +46,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from simulator.errors import ConfigError, SimulationLimitError
+from simulator.machine.provenance import arch_provenance
 
 BACKENDS = ("process", "serial", "ray")
 FORMATS = (".csv", ".json", ".jsonl")
@@ -215,14 +222,22 @@ def out_format(path: str) -> str:
     return suffix
 
 
+def constants_path(path: str) -> str:
+    """The sidecar that says which constants produced the rows of a ``.csv``/``.jsonl`` file
+    (``s.csv`` -> ``s.constants.json``)."""
+    return os.path.splitext(path)[0] + ".constants.json"
+
+
 class RowWriter:
     """Writes rows to ``path`` in index order as they finish, flushing each; see the module docstring.
 
     ``columns`` fixes the CSV header (``columns_for``). Rows with indices ``first, first+1, ...`` are
     written as soon as they are contiguous; ``close()`` writes the rest (sorted) and ends the file.
+    ``constants`` (:func:`~simulator.machine.provenance.arch_provenance` of the arch the rows were
+    simulated on) goes into a ``.json`` file, or into the sidecar of a ``.csv``/``.jsonl`` file.
     """
 
-    def __init__(self, path: str, columns: Sequence[str], first_index: int = 0) -> None:
+    def __init__(self, path: str, columns: Sequence[str], first_index: int = 0, constants: dict | None = None) -> None:
         suffix = out_format(path)
         self.path = path
         self.format = suffix
@@ -230,13 +245,19 @@ class RowWriter:
         self.next_index = first_index
         self.pending: dict[int, Row] = {}
         self.written = 0
+        self.constants_file = None
+        if constants is not None and suffix != ".json":
+            self.constants_file = constants_path(path)
+            with open(self.constants_file, "w") as fh:
+                json.dump({"constants": constants, "rows_file": os.path.basename(path)}, fh, indent=1, default=str)
+                fh.write("\n")
         self._fh: io.TextIOBase = open(path, "w", newline="")  # noqa: SIM115 - closed in close()
         self._csv = None
         if suffix == ".csv":
             self._csv = csv.DictWriter(self._fh, fieldnames=self.columns, extrasaction="ignore")
             self._csv.writeheader()
         elif suffix == ".json":
-            self._fh.write("[")
+            self._fh.write('{"constants": ' + json.dumps(constants, default=str) + ',\n"rows": [')
         self._fh.flush()
         self.closed = False
 
@@ -273,7 +294,7 @@ class RowWriter:
             self._emit(self.pending[i])
         self.pending.clear()
         if self.format == ".json":
-            self._fh.write("\n]\n")
+            self._fh.write("\n]}\n")
         self._fh.flush()
         self._fh.close()
         self.closed = True
@@ -416,7 +437,9 @@ def run_sweep(configs: Sequence[Any], arch=None, *, workers: int | None = None, 
     ``workers``: processes (default: the CPUs this process may use); ``progress``: a progress bar on
     stderr; ``out``: a .csv/.json/.jsonl file the rows are written to as they finish (input order);
     ``backend``: "process" (default), "serial" (this process) or "ray"; ``max_events`` and ``engine``
-    are passed to ``simulate`` (left out: its defaults). ``arch`` None: each config's default arch.
+    are passed to ``simulate`` (left out: its defaults). ``arch`` None: the first config's default
+    arch. ``out`` also records the arch's constants (a ``.json`` file's ``"constants"``, else the
+    sidecar :func:`constants_path`).
     On KeyboardInterrupt the finished rows are written and the interrupt propagates.
     """
     from simulator.engine.run import default_arch_for
@@ -436,7 +459,9 @@ def run_sweep(configs: Sequence[Any], arch=None, *, workers: int | None = None, 
         i = next(it, None)
         return None if i is None else (i, configs[i])
 
-    writer = RowWriter(out, columns_for(configs)) if out else None
+    writer = None
+    if out:
+        writer = RowWriter(out, columns_for(configs), constants=arch_provenance(arch) if arch is not None else None)
     bar = Progress(len(configs), label=label, enabled=progress)
     rows: list[Row | None] = [None] * len(configs)
     try:
@@ -530,4 +555,4 @@ def load_config_list(path: str, cls) -> list[dict]:
 
 
 __all__ = ["Row", "run_sweep", "iter_rows", "simulate_row", "RowWriter", "Progress", "columns_for",
-           "load_config_list", "expand_grid", "parse_value", "default_workers", "BACKENDS", "RESULT_COLUMNS"]
+           "constants_path", "load_config_list", "expand_grid", "parse_value", "default_workers", "BACKENDS", "RESULT_COLUMNS"]

@@ -9,18 +9,29 @@ each; CSV: a header of field names, one config per row, an empty cell = the defa
 FIELD=V1,V2,...`` multiplies the list (or the single default config) by its values; ``--set
 FIELD=VALUE`` fixes a field everywhere. Rows go to ``--out`` as they finish (input order kept);
 without ``--out`` a short table is printed. Ctrl-C keeps the rows finished so far in ``--out``.
+Both the printed table and the file say which arch and constants produced the rows (arch, clock,
+overrides, fitted and estimated constants: a header block; a .json file's "constants" object, or
+the sidecar NAME.constants.json beside a .csv/.jsonl file).
 """
 
 from __future__ import annotations
 
 import sys
 
-from simulator.engine.sweep import expand_grid, load_config_list, out_format, parse_value, run_sweep
+from simulator.engine.sweep import (
+    constants_path,
+    expand_grid,
+    load_config_list,
+    out_format,
+    parse_value,
+    run_sweep,
+)
 from simulator.engine.tune import describe_config
 from simulator.errors import ConfigError
 from simulator.kernels.config_io import config_from_mapping
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.machine.provenance import arch_provenance, provenance_lines
 from simulator.views.run_args import add_batch_arguments, batch_options, note_core, split_kv
 
 
@@ -75,8 +86,12 @@ def run_sweep_cmd(args) -> int:
         print(f"wsim: sweep interrupted{where}", file=sys.stderr)
         return 130
     bad = [r for r in rows if not r.ok]
+    print(f"wsim sweep: {len(configs)} config(s) on {arch.name}")
+    print("\n".join(provenance_lines(arch_provenance(arch))))
+    print()
     if args.out:
-        print(f"{len(rows)} rows written to {args.out} ({len(bad)} with an error)")
+        where = "" if out_format(args.out) == ".json" else f"; constants in {constants_path(args.out)}"
+        print(f"{len(rows)} rows written to {args.out} ({len(bad)} with an error{where})")
     else:
         print(f"{'#':>4} {'time us':>10} {'TFLOP/s':>8}  {'bottleneck':<17}  config / error")
         for r in rows:

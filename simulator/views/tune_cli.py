@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from simulator.engine.sweep import out_format
+from simulator.engine.sweep import constants_path, out_format
 from simulator.engine.tune import SEARCHES, tune
 from simulator.errors import ConfigError
 from simulator.kernels.space import SPACES
@@ -55,7 +55,8 @@ def run_tune_cmd(args) -> int:
     print(res.table(top))
     if args.out:
         res.write(args.out)
-        print(f"\nthe whole table ({len(res.rows)} rows) written to {args.out}")
+        where = "" if out_format(args.out) == ".json" else f"; constants in {constants_path(args.out)}"
+        print(f"\nthe whole table ({len(res.rows)} rows) written to {args.out}{where}")
     if res.interrupted:
         print("wsim: tune interrupted: the table holds what had finished", file=sys.stderr)
         return 130

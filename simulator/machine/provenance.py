@@ -1,0 +1,68 @@
+"""Which arch and which constants produced a set of predictions, for results that do not carry the
+whole constants table (``wsim tune`` and ``wsim sweep``: their printed tables and result files).
+
+* :func:`arch_provenance`: a JSON-ready mapping: the arch name, its SM version, the clock (GHz and how
+  it was chosen), every overridden constant, every ``fitted`` and every ``estimate`` constant with
+  its value and source, and the whole table (every constant: value, unit, kind, source);
+* :func:`provenance_lines`: the same as a short text block (names, values, units; the sources are in
+  the mapping and in ``wsim simulate``'s constants table).
+
+A ``fitted`` constant was fitted to measured rows and an ``estimate`` is a number nobody has
+published or measured: a reader of a ranking should see both, and any override, beside it.
+"""
+
+from __future__ import annotations
+
+from simulator.machine.arch import ArchSpec
+from simulator.machine.clocks import clock_label
+from simulator.machine.constants import Constant
+
+#: Kinds of constant listed by name in the header block (the others are in the full table).
+LISTED_KINDS = ("override", "fitted", "estimate")
+
+
+def _entry(c: Constant) -> dict:
+    return {"name": c.name, "value": c.value, "unit": c.unit, "kind": c.kind, "source": c.source}
+
+
+def arch_provenance(arch: ArchSpec) -> dict:
+    """The arch and constants behind a set of predictions, as a JSON-ready mapping (see the module doc)."""
+    consts = arch.constants()
+    out: dict = {"arch": arch.name, "sm_version": arch.sm_version, "clock_ghz": arch.clock_ghz.value,
+                 "clock": clock_label(arch)}
+    for kind, key in zip(LISTED_KINDS, ("overrides", "fitted", "estimates"), strict=True):
+        out[key] = [_entry(c) for c in consts if c.kind == kind]
+    out["constants"] = [_entry(c) for c in consts]
+    return out
+
+
+def _origin(source: str) -> str:
+    """Who overrode a constant, in a word or two (``--arch-set``, ``[arch] in f.toml``, ``sustained``)."""
+    return source.split(" (was ")[0].split(";")[0].split(":")[0]
+
+
+def _value(c: dict) -> str:
+    return f"{c['name']} = {c['value']:g} {c['unit']}"
+
+
+def provenance_lines(prov: dict, width: int = 110) -> list[str]:
+    """:func:`arch_provenance`'s mapping as a header block: one labelled group per line, wrapped
+    between constants (never inside one) at ``width`` characters."""
+    lines = [f"arch       {prov['arch']} (SM{prov['sm_version']}), clock {prov['clock']}"]
+    for key, label in (("overrides", "overrides"), ("fitted", "[fitted]"), ("estimates", "[estimate]")):
+        items = [_value(c) + (f" ({_origin(c['source'])})" if key == "overrides" else "")
+                 for c in prov[key]] or ["none"]
+        line = f"{label:<11}"
+        for i, item in enumerate(items):
+            text = item + (";" if i + 1 < len(items) else "")
+            if len(line) + 1 + len(text) > width and line.strip() not in ("", label):
+                lines.append(line)
+                line = " " * 11
+            line += ("" if line.endswith(" ") else " ") + text
+        lines.append(line)
+    lines.append(" " * 11 + "(sources: \"constants\" in a .json output, NAME.constants.json beside a .csv/.jsonl, "
+                 "wsim simulate)")
+    return lines
+
+
+__all__ = ["arch_provenance", "provenance_lines", "LISTED_KINDS"]
