@@ -111,15 +111,22 @@ def test_campaign_plan_checks_and_compile_keys():
     assert len(keys["fp16"]) >= 24 and len(keys["bf16"]) >= 8
 
 
-def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path):
+def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path, capsys):
     from validation.campaign import main, plan, publish
     from validation.measurements import load_h200_timings
     out = tmp_path / "run"
     assert main(["--dry-run", "--quick", "--out", str(out)]) == 0
+    # nothing a dry run prints or writes can pass for a measurement
+    printed = capsys.readouterr().out.splitlines()
+    assert printed and all(line.startswith("[dry run] ") for line in printed), printed
+    assert any("cuBLAS" in line and "best" in line for line in printed)
+    assert [p.name for p in out.iterdir()] == ["campaign.dry_run.json"]
     with pytest.raises(SystemExit, match="dry-run"):
         publish(out, tmp_path / "res")
     assert main(["--dry-run", "--quick", "--out", str(tmp_path / "run2")]) == 0
     paths = publish(out, tmp_path / "res", repeat_dir=tmp_path / "run2", launches_npz=True, allow_dry_run=True)
+    assert paths and all(".dry_run." in p.name for p in paths)
+    assert paths[-1].read_text().startswith("# DRY RUN: synthetic timings")
     pj = next(p for p in paths if p.suffix == ".json")
     with pytest.raises(ValueError, match="dry-run"):
         load_h200_timings(pj)

@@ -31,7 +31,11 @@ starting new work at ``--time-limit`` and always writes what it has.
 Compiles: one per ``KernelConfig.compile_key()`` (raster and swizzle are run-time kernel arguments)
 and dtype. ``--dry-run`` runs the same plan on a CPU: every config and problem through the kernel's
 rules, the schedules, (``--compile``) every compile key compiled for sm_90a, and synthetic timings
-(marked ``dry_run``; never published) through the same summaries and writers.
+(a roofline, not measurements) through the same summaries and writers. Nothing a dry run prints or
+writes can pass for a measurement: every line it prints starts with ``[dry run]``, its result file
+is ``campaign.dry_run.json`` (:data:`DRY_RUN_RESULT`, its ``env`` marked ``dry_run``), its default
+folder ``campaign_out_dry_run``, and ``--publish`` refuses it (tests publish one only to check the
+writers; those files are named ``h200_campaign.dry_run.*`` and titled DRY RUN).
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ from hw_kernels.rules import can_implement, config_problems
 from simulator.kernels.space import hw_space
 
 RESULT = "campaign.json"
+#: A dry run's result file (synthetic timings): named so that it cannot pass for a measured campaign.
+DRY_RUN_RESULT = "campaign.dry_run.json"
+#: What every line a dry run prints starts with.
+DRY_RUN_PREFIX = "[dry run]"
 
 #: issue 11.2: square, skinny M, skinny N, small K, large K, shapes that do not divide the tile, 1k-16k
 #: (N and K multiples of 8), ordered so that the most informative come first under a time limit.
@@ -384,15 +392,20 @@ class Campaign:
     def left(self) -> float:
         return self.deadline - time.time()
 
+    @property
+    def result_path(self) -> Path:
+        return self.out / (DRY_RUN_RESULT if self.gpu.dry_run else RESULT)
+
     def save(self):
         self.res["compile_s"] = self.gpu.compile_s
         self.res["elapsed_s"] = round(time.time() - self.t0, 1)
-        tmp = self.out / (RESULT + ".part")
+        tmp = self.result_path.with_name(self.result_path.name + ".part")
         tmp.write_text(json.dumps(self.res, separators=(",", ":"), default=str))
-        tmp.replace(self.out / RESULT)
+        tmp.replace(self.result_path)
 
     def log(self, *a):
-        print(f"[{time.time() - self.t0:6.1f}s]", *a, flush=True)
+        prefix = (DRY_RUN_PREFIX,) if self.gpu.dry_run else ()
+        print(*prefix, f"[{time.time() - self.t0:6.1f}s]", *a, flush=True)
 
     # ------------------------------------------------------------------ one alternating shape
     def measure_shape(self, phase: str, dtype: str, shape, configs, *, budget_s: float, max_rounds: int,
@@ -686,6 +699,8 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
     ``h200_campaign_launches.npz`` (every timed launch: event us, span us, clock GHz, neighbour
     clock, queued, gap us; ~0.4 MB, so not by default). Refuses a dry run."""
     res = _load_run(run_dir, allow_dry_run)
+    dry = bool(res["env"].get("dry_run"))
+    tag = ".dry_run" if dry else ""        # a published dry run (tests only) says so in every file name
     dest.mkdir(parents=True, exist_ok=True)
     cols = ["phase", "dtype", "m", "n", "k", "kernel", "config", "n_launches", "event_us", "event_us_p10",
             "event_us_p90", "event_us_min", "span_us", "span_us_p10", "span_us_p90", "clock_ghz", "clock_ghz_min",
@@ -707,7 +722,7 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
                          "rows": [[_round((by.get(_row_key(v)) or {}).get(c)) for c in rcols]
                                   for v in _flat_rows(res)],
                          "overhead": rep.get("overhead"), "launch_path": rep.get("launch_path")}
-    pj = dest / "h200_campaign.json"
+    pj = dest / f"h200_campaign{tag}.json"
     pj.write_text(json.dumps(out, separators=(",", ":"), default=str))
     paths = [pj]
     if launches_npz:
@@ -716,13 +731,13 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
         arr = [np.asarray([[np.nan if v is None else float(v) for v in x] for x in res["launches"][kk]],
                           dtype=np.float32).reshape(-1, 6) for kk in keys]
         idx = np.repeat(np.arange(len(keys)), [len(a) for a in arr])
-        pn = dest / "h200_campaign_launches.npz"
+        pn = dest / f"h200_campaign_launches{tag}.npz"
         np.savez_compressed(pn, keys=np.asarray(keys), row=idx.astype(np.int32),
                             launches=np.concatenate(arr) if arr else np.zeros((0, 6), np.float32),
                             columns=np.asarray(["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "queued",
                                                 "gap_us"]))
         paths.append(pn)
-    pm = dest / "h200_campaign.md"
+    pm = dest / f"h200_campaign{tag}.md"
     pm.write_text(summary_markdown(out))
     return [*paths, pm]
 
@@ -734,7 +749,8 @@ def _without_out(command: str) -> list[str]:
 
 
 def _load_run(run_dir, allow_dry_run: bool) -> dict:
-    res = json.loads((Path(run_dir) / RESULT).read_text())
+    measured, dry = Path(run_dir) / RESULT, Path(run_dir) / DRY_RUN_RESULT
+    res = json.loads((measured if measured.exists() or not dry.exists() else dry).read_text())
     if res["env"].get("dry_run") and not allow_dry_run:
         raise SystemExit(f"{run_dir}: a --dry-run campaign (synthetic timings) is never published")
     return res
@@ -767,7 +783,11 @@ def summary_markdown(pub: dict) -> str:
     env = pub["env"]
     ours = [r for r in rows if r["kernel"] == "wsim_sm90_twin"]
     clocks = [r["clock_ghz"] for r in ours if r["clock_ghz"]]
-    lines = ["# H200 measurement campaign (hardware twin vs cuBLAS)", "",
+    title = "# H200 measurement campaign (hardware twin vs cuBLAS)"
+    if env.get("dry_run"):
+        title = ("# DRY RUN: synthetic timings from a roofline on a CPU, not measurements "
+                 "(H200 measurement campaign, its plan and writers)")
+    lines = [title, "",
              f"- device: {env.get('device')}, driver {env.get('driver')}, nvidia-cutlass-dsl "
              f"{env.get('nvidia_cutlass_dsl')}, torch {env.get('torch')}, {env.get('sms')} SMs; date {env.get('date_utc')}",
              f"- command: `{env.get('command')}`; load with `validation.measurements.load_h200_timings()`",
@@ -883,7 +903,8 @@ def _repeat_markdown(pub: dict, rows: list[dict]) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.campaign", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.environ.get("OUT", "campaign_out"), help="output folder")
+    ap.add_argument("--out", default=None, help="output folder (default: $OUT, else campaign_out, or "
+                    "campaign_out_dry_run with --dry-run)")
     ap.add_argument("--quick", action="store_true", help="a small subset of every phase (a smoke run)")
     ap.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
     ap.add_argument("--time-limit", type=float, default=480.0, help="seconds: no new work starts after this")
@@ -908,14 +929,16 @@ def main(argv=None) -> int:
     if not a.dry_run:
         from validation.timing import require_cuda_gpu
         require_cuda_gpu("python -m validation.campaign")
-    out = Path(a.out)
+    out = Path(a.out or os.environ.get("OUT") or ("campaign_out_dry_run" if a.dry_run else "campaign_out"))
     out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python -m validation.campaign", *(sys.argv[1:] if argv is None else argv)])
     deadline = time.time() + a.time_limit
     if a.dry_run:
-        gpu = DryGpu(out, print, compile_kernels=a.compile)
-        Campaign(gpu, out, command, deadline, a.quick).run(phases, a.quick)
-        print(f"dry run: wrote {out / RESULT}")
+        gpu = DryGpu(out, lambda *x: print(DRY_RUN_PREFIX, *x), compile_kernels=a.compile)
+        camp = Campaign(gpu, out, command, deadline, a.quick)
+        camp.run(phases, a.quick)
+        print(f"{DRY_RUN_PREFIX} wrote {camp.result_path} (synthetic timings from a roofline, not measurements; "
+              "--publish refuses it)")
         return 0
     import torch
     gpu = Gpu(out, print)
