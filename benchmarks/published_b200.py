@@ -7,9 +7,12 @@ No Blackwell GPU is available here, so the SM100 model is checked against what o
    SMEM operand bytes at the SMEM rate, whichever is slower) for the shapes SemiAnalysis measured.
    The rate constants come from two of these numbers; the others are genuine checks.
 2. TMA loads from cold DRAM: 148 CTAs each issue one 2D TMA load at once (SemiAnalysis
-   tma2d_latency); the model's memory system replays that experiment. The 1 KiB point sets the
-   B200's TMA overhead constant (1413 cycles minus the DRAM latency); the larger loads check the
-   bandwidth part.
+   tma2d_latency); the model's memory system replays that experiment. The 1 KiB point is where the
+   B200's TMA overhead constant comes from (``tma_issue_overhead_cycles`` = its 1413 cycles minus
+   the 860-cycle DRAM latency), so it is not a check. The replay lands it a little later than 1413
+   cycles: it also sends the 148 KiB of the 148 loads through HBM at ``hbm_bytes_per_s``, which
+   that subtraction leaves out (the script prints how many cycles that is). The larger loads are
+   the checks (of the bandwidth part).
 3. A whole GEMM: the model's prediction for the shape of the published cuBLAS "MAMF" result
    (BF16 1792x16128x3072, 1745 TFLOP/s), and the SM clock that would make the two agree (the
    published run's clock was not reported; B200s lower their clock under load).
@@ -64,7 +67,12 @@ def main() -> None:
         land = max(mem.load(0.0, ("x", i), nbytes) for i in range(int(arch.sm_count.value)))
         pub = (lo + hi) / 2
         rng = f"{lo}-{hi}" if lo != hi else f"{lo}"
-        note = "  (calibration point: tma_issue_overhead_cycles = 1413 - DRAM latency)" if nbytes == 1024 else ""
+        note = ""
+        if nbytes == 1024:
+            hbm_cycles = arch.sm_count.value * nbytes / arch.hbm_bytes_per_clk
+            note = (f"  (not a check: tma_issue_overhead_cycles = 1413 - {arch.hbm_latency_cycles.value:g} DRAM "
+                    f"latency comes from this point; the model adds {hbm_cycles:.0f} cycles for "
+                    f"{int(arch.sm_count.value)} KiB through HBM at {arch.hbm_bytes_per_s.value / 1e12:.2f} TB/s)")
         print(f"   {nbytes // 1024:4d} KiB   model {land:7.0f}  published {rng:>9}  ratio {land / pub:5.2f}{note}")
 
     print(f"\n3. whole GEMM, BF16 1792x16128x3072   [{SOURCE_GEMM}]")
