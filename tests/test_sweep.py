@@ -173,6 +173,45 @@ def test_cli_sweep_says_which_constants_made_the_rows(tmp_path):
     assert "overrides  clc_query_latency_cycles = 800 cycles (--arch-set)" in p.stdout and "[fitted]" in p.stdout
 
 
+def test_cli_sweep_reruns_its_own_result_files(tmp_path):
+    """A sweep's (and a tune's) output is a valid --configs list: the result columns are skipped with a
+    note, the configs run again and give the same times; another arch's rows are refused."""
+    common = ("--backend", "serial", "--no-progress")
+    first = tmp_path / "s.csv"
+    p = _wsim("sweep", "--grid", "mma_tile_n=64,128", "--set", "m=512", "--set", "n=512", "--set", "k=256",
+              *common, "--out", str(first))
+    assert p.returncode == 0, p.stderr
+    before = list(csv.DictReader(first.open()))
+    for again in ("again.csv", "again.jsonl"):
+        p = _wsim("sweep", "--configs", str(first), *common, "--out", str(tmp_path / again))
+        assert p.returncode == 0, p.stderr
+        assert "result columns index, arch, status, time_us, ... (18 in all) are not config fields and are " \
+               "ignored" in p.stderr
+        if again.endswith(".csv"):
+            after = list(csv.DictReader((tmp_path / again).open()))
+            assert [r["time_us"] for r in after] == [r["time_us"] for r in before]
+            assert [r["mma_tile_n"] for r in after] == ["64", "128"]
+    # the JSON-lines result re-runs too (typed values), and so does a JSON one
+    p = _wsim("sweep", "--configs", str(tmp_path / "again.jsonl"), *common, "--out", str(tmp_path / "j.json"))
+    assert p.returncode == 0, p.stderr
+    p = _wsim("sweep", "--configs", str(tmp_path / "j.json"), *common, "--out", str(tmp_path / "k.csv"))
+    assert p.returncode == 0, p.stderr
+    assert [r["time_us"] for r in csv.DictReader((tmp_path / "k.csv").open())] == [r["time_us"] for r in before]
+    # a tune result (rank, stage, bound_us, note columns as well)
+    t = tmp_path / "t.csv"
+    p = _wsim("tune", "--m", "256", "--n", "256", "--k", "256", "--dtype", "fp16", "--space", "gemm-model",
+              *common, "--out", str(t))
+    assert p.returncode == 0, p.stderr
+    p = _wsim("sweep", "--configs", str(t), *common)
+    assert p.returncode == 0, p.stderr
+    assert "result columns index, arch, " in p.stderr
+    assert p.stdout.count(" static r:m ") == 16
+    # rows of another arch are refused, naming the arch
+    p = _wsim("sweep", "--configs", str(first), "--arch", "h200", *common)
+    assert p.returncode == 2
+    assert "arch=B200: this row was simulated on B200; the sweep runs on H200 (give --arch b200)" in p.stderr
+
+
 def test_cli_max_events_reads_as_wsim_simulate_does(tmp_path):
     """0 = no limit (as ``wsim simulate --max-events 0``), a budget too small is an error row."""
     out = tmp_path / "e.csv"

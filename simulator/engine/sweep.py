@@ -55,6 +55,9 @@ FORMATS = (".csv", ".json", ".jsonl")
 RESULT_COLUMNS = ("status", "time_us", "tflops", "peak_fraction", "bottleneck", "bottleneck_detail",
                   "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "l2_hit_rate", "tensor_core_busy",
                   "engine", "engine_note", "error", "events", "wall_s")
+#: Columns of a result file that are not config fields: a config list may hold them (a sweep's own
+#: output, re-run) and :func:`load_config_list` skips them.
+RESULT_FILE_COLUMNS = ("index", "arch", *RESULT_COLUMNS)
 
 
 @dataclass
@@ -521,9 +524,16 @@ def expand_grid(base: dict, grid: Sequence[tuple[str, list]]) -> list[dict]:
     return out
 
 
-def load_config_list(path: str, cls) -> list[dict]:
-    """Config field dicts from a TOML file (``[[config]]`` tables, optional ``[base]`` applied to each)
-    or a CSV file (a header of field names, one config per row; an empty cell = the default)."""
+def load_config_list(path: str, cls, *, ignore_columns: Sequence[str] = RESULT_FILE_COLUMNS,
+                     arch_name: str | None = None, note: Callable[[str], None] | None = None) -> list[dict]:
+    """Config field dicts from a TOML file (``[[config]]`` tables, optional ``[base]`` applied to each),
+    a CSV file (a header of field names, one config per row; an empty cell = the default) or a
+    ``.json``/``.jsonl`` result file of a sweep or tune.
+
+    A result file can be simulated again: its columns in ``ignore_columns`` that are not fields of
+    ``cls`` (index, arch, status, time_us, ... of :data:`RESULT_FILE_COLUMNS`) are skipped, and
+    ``note`` (if given) is told which, once. With ``arch_name``, a row whose ``arch`` column names
+    another arch is an error (its fields belong to that arch's kernel)."""
     from simulator.kernels.config_io import load_toml
 
     suffix = os.path.splitext(path)[1].lower()
@@ -537,22 +547,67 @@ def load_config_list(path: str, cls) -> list[dict]:
         if not isinstance(items, list):
             raise ConfigError(f"{path}: [config] must be an array of tables ([[config]])")
         return [{**base, **dict(c)} for c in items] if items else ([base] if base else [])
+    if suffix not in (".csv", ".json", ".jsonl"):
+        raise ConfigError(f"{path}: unknown config list format {suffix or '(no suffix)'!r}; valid: .toml, .csv, "
+                          ".json, .jsonl")
+    names = set(_field_types(cls))
+    skip = {c for c in ignore_columns if c not in names}
+    skipped: list[str] = []
+    out = []
+    for where, rec, textual in _records(path, suffix):
+        d = {}
+        for k, v in rec.items():
+            if k is None:
+                raise ConfigError(f"{where}: more cells than header columns")
+            key = k.strip()
+            if key in skip:
+                if key not in skipped:
+                    skipped.append(key)
+                if key == "arch" and arch_name is not None and v and str(v).strip().lower() != arch_name.lower():
+                    raise ConfigError(f"{where}: arch={str(v).strip()}: this row was simulated on {str(v).strip()}; "
+                                      f"the sweep runs on {arch_name} (give --arch {str(v).strip().lower()})")
+                continue
+            if textual:
+                val = parse_value(cls, key, v or "", where)
+            elif key not in names:
+                raise ConfigError(f"{key}={v!r} ({where}): not a field of {cls.__name__}; valid: {', '.join(names)}")
+            else:
+                val = v
+            if val is not None:
+                d[key] = val
+        out.append(d)
+    if skipped and note is not None:
+        listed = ", ".join(skipped[:4]) + (f", ... ({len(skipped)} in all)" if len(skipped) > 4 else "")
+        note(f"{path}: result columns {listed} are not config fields and are ignored (a sweep or tune result "
+             "file: its configs are simulated again)")
+    return out
+
+
+def _records(path: str, suffix: str) -> Iterator[tuple[str, dict, bool]]:
+    """(where, record, values are text) per row of a CSV or JSON/JSON-lines config list."""
     if suffix == ".csv":
         with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            out = []
-            for lineno, rec in enumerate(reader, start=2):
-                d = {}
-                for k, v in rec.items():
-                    if k is None:
-                        raise ConfigError(f"{path}:{lineno}: more cells than header columns")
-                    val = parse_value(cls, k.strip(), v or "", f"{path}:{lineno}")
-                    if val is not None:
-                        d[k.strip()] = val
-                out.append(d)
-            return out
-    raise ConfigError(f"{path}: unknown config list format {suffix or '(no suffix)'!r}; valid: .toml, .csv")
+            for lineno, rec in enumerate(csv.DictReader(fh), start=2):
+                yield f"{path}:{lineno}", rec, True
+        return
+    with open(path) as fh:
+        try:
+            if suffix == ".jsonl":
+                recs = [(f"{path}:{i}", json.loads(line)) for i, line in enumerate(fh, start=1) if line.strip()]
+            else:
+                doc = json.load(fh)
+                rows = doc.get("rows") if isinstance(doc, dict) else doc
+                if not isinstance(rows, list):
+                    raise ConfigError(f"{path}: expected a list of configs, or an object with \"rows\"")
+                recs = [(f"{path} row {i}", r) for i, r in enumerate(rows, start=1)]
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    for where, r in recs:
+        if not isinstance(r, dict):
+            raise ConfigError(f"{where}: expected an object of config fields")
+        yield where, r, False
 
 
 __all__ = ["Row", "run_sweep", "iter_rows", "simulate_row", "RowWriter", "Progress", "columns_for",
-           "constants_path", "load_config_list", "expand_grid", "parse_value", "default_workers", "BACKENDS", "RESULT_COLUMNS"]
+           "constants_path", "load_config_list", "expand_grid", "parse_value", "default_workers", "BACKENDS",
+           "RESULT_COLUMNS", "RESULT_FILE_COLUMNS"]

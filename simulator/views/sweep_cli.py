@@ -5,7 +5,9 @@
     wsim sweep --configs list.csv --grid swizzle=1,8 --backend ray
 
 ``--configs`` reads a list (TOML: ``[[config]]`` tables and an optional ``[base]`` table applied to
-each; CSV: a header of field names, one config per row, an empty cell = the default); each ``--grid
+each; CSV: a header of field names, one config per row, an empty cell = the default; or a result
+file of wsim sweep or wsim tune, .csv/.json/.jsonl, whose result columns (index, arch, status,
+time_us, ..., rank, stage, ...) are skipped with a note, so that its configs run again); each ``--grid
 FIELD=V1,V2,...`` multiplies the list (or the single default config) by its values; ``--set
 FIELD=VALUE`` fixes a field everywhere. Rows go to ``--out`` as they finish (input order kept);
 without ``--out`` a short table is printed. Ctrl-C keeps the rows finished so far in ``--out``.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import sys
 
 from simulator.engine.sweep import (
+    RESULT_FILE_COLUMNS,
     constants_path,
     expand_grid,
     load_config_list,
@@ -26,6 +29,7 @@ from simulator.engine.sweep import (
     parse_value,
     run_sweep,
 )
+from simulator.engine.tune import EXTRA_COLUMNS as TUNE_COLUMNS
 from simulator.engine.tune import describe_config
 from simulator.errors import ConfigError
 from simulator.kernels.config_io import config_from_mapping
@@ -37,7 +41,8 @@ from simulator.views.run_args import add_batch_arguments, batch_options, note_co
 
 def add_sweep_parser(sub):
     s = sub.add_parser("sweep", help="simulate many configs on every core (or Ray); one row per config")
-    s.add_argument("--configs", metavar="FILE", help="config list: .toml ([[config]], optional [base]) or .csv")
+    s.add_argument("--configs", metavar="FILE", help="config list: .toml ([[config]], optional [base]), .csv, or a "
+                   "sweep/tune result file (.csv/.json/.jsonl; its result columns are skipped)")
     s.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2,...",
                    help="multiply the configs by these values of a field (repeatable)")
     s.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -47,8 +52,13 @@ def add_sweep_parser(sub):
     return s
 
 
-def build_configs(args, cls) -> list:
-    base_list = load_config_list(args.configs, cls) if args.configs else [{}]
+def build_configs(args, cls, arch_name: str | None = None) -> list:
+    base_list = [{}]
+    if args.configs:
+        # a sweep's or a tune's own result file may be re-run: its result columns are skipped
+        base_list = load_config_list(args.configs, cls, ignore_columns=(*RESULT_FILE_COLUMNS, *TUNE_COLUMNS),
+                                     arch_name=arch_name,
+                                     note=lambda m: print(f"wsim: note: {m}", file=sys.stderr))
     if args.configs and not base_list:
         raise ConfigError(f"--configs {args.configs}: no config in the file")
     grid = []
@@ -76,7 +86,7 @@ def run_sweep_cmd(args) -> int:
     if args.out:
         out_format(args.out)
     cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
-    configs = build_configs(args, cls)
+    configs = build_configs(args, cls, arch.name)
     note_core()
     rows = []
     try:
