@@ -88,12 +88,14 @@ def pack_w0(kind: int, stage: int = 0, index: int = 0) -> int:
     return (kind & 0xFF) | ((stage & 0xFF) << 8) | ((index & 0xFFFF) << 16)
 
 
-def unpack_w0(w0: int) -> tuple[int, int, int]:
+def unpack_w0(w0):
+    """(kind, stage, index) of a record's word 0: ints, or numpy arrays of a column of words."""
     w = w0 & 0xFFFFFFFF
     return w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFFFF
 
 
-def unpack_tile(w1: int) -> tuple[int, int]:
+def unpack_tile(w1):
+    """(tile_m, tile_n) of a record's word 1: ints, or numpy arrays of a column of words."""
     w = w1 & 0xFFFFFFFF
     return w & 0xFFFF, (w >> 16) & 0xFFFF
 

@@ -96,8 +96,3 @@ def sm100_schedule(kernel, m: int, n: int, l: int = 1, config=None):  # noqa: E7
     swizzle = getattr(config, "swizzle", 1)
     tm, tn = kernel.mma_tile_mn
     return clc_schedule(m, n, tm, tn, kernel.atom_thr_m, *kernel.cluster_mn, raster, swizzle, l)
-
-
-def sm100_ptx(config=None, dtype: str = "bf16") -> str:
-    """The PTX of the SM100 kernel compiled for sm_100a (see :func:`compile_sm100`)."""
-    return compile_sm100(config, dtype).ptx

@@ -113,7 +113,7 @@ def test_campaign_plan_checks_and_compile_keys():
 
 def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path, capsys):
     from validation.campaign import main, plan, publish
-    from validation.measurements import load_h200_timings
+    from validation.measurements import instrumentation_overhead, launch_path, load_h200_timings
     out = tmp_path / "run"
     assert main(["--dry-run", "--quick", "--out", str(out)]) == 0
     # nothing a dry run prints or writes can pass for a measurement
@@ -141,6 +141,14 @@ def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path, capsys):
         assert r[key] is not None, key
     launches = np.load(next(p for p in paths if p.suffix == ".npz"))
     assert launches["launches"].shape[1] == 6 and len(launches["row"]) == len(launches["launches"])
+    # the overhead phase: every instrumented config of the quick plan against its uninstrumented twin, per problem
+    over = instrumentation_overhead(pj)
+    q_over = plan(quick=True)["overhead"]
+    levels = {c.instrument for c in q_over["configs"] if c.instrument != R.LEVEL_OFF}
+    assert {(o["m"], o["n"], o["k"]) for o in over} == set(q_over["shapes"])
+    assert {o["level"] for o in over} == levels and all(o["rounds"] > 0 for o in over)
+    assert all(isinstance(o["overhead_median_ratio"], float) and "_trace" not in o["config"] for o in over)
+    assert launch_path(pj) == [{"dry_run": True}]      # a dry run times no host launch path
     md = next(p for p in paths if p.suffix == ".md").read_text()
     assert "H200 measurement campaign" in md and "Run to run" in md
     assert r["event_us_repeat"] is not None and r["clock_ghz_repeat"] is not None

@@ -181,7 +181,7 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
         if role == "MainloopLoad":
             continue
         d = sl.data
-        tiles = [(int(w & 0xFFFF), int((w >> 16) & 0xFFFF)) for w in d[(d[:, 0] & 0xFF) == RR.C_TILE][:, 1]]
+        tiles = [RR.unpack_tile(int(w)) for w in d[RR.unpack_w0(d[:, 0])[0] == RR.C_TILE][:, 1]]
         want = order.get((cta // csize, sl.cta_rank), [])
         if cfg.schedule == "pingpong":  # the two consumer warpgroups alternate tiles
             want = want[(0 if role == "Consumer0" else 1)::2]

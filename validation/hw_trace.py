@@ -137,11 +137,8 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
         d = sl.data
         if d.size == 0:
             continue
-        kind = (d[:, 0] & 0xFF).astype(int)
-        stage = ((d[:, 0] >> 8) & 0xFF).astype(int)
-        index = ((d[:, 0] >> 16) & 0xFFFF).astype(int)
-        tm = (d[:, 1] & 0xFFFF).astype(int)
-        tn = ((d[:, 1] >> 16) & 0xFFFF).astype(int)
+        kind, stage, index = (x.astype(int) for x in R.unpack_w0(d[:, 0]))   # elementwise on the arrays
+        tm, tn = (x.astype(int) for x in R.unpack_tile(d[:, 1]))
         cyc = sl.cycles(d[:, 2:8])
         first_tile_start = None
         if role == "MainloopLoad":
@@ -227,7 +224,7 @@ def _add_tma_loads(tr: Trace, slices: dict, origin_cyc: dict, csize: int) -> Non
             base_c, f_c = origin_cyc[(cta, crole)]
             t_seen = base_c + cs.cycles(cd[:, 3]) / f_c
             for w0, w1, t in zip(cd[:, 0].tolist(), cd[:, 1].tolist(), t_seen.tolist(), strict=True):
-                key = (w1 & 0xFFFF, (w1 >> 16) & 0xFFFF, (w0 >> 16) & 0xFFFF)
+                key = (*R.unpack_tile(w1), R.unpack_w0(w0)[2])
                 seen[key] = min(seen.get(key, t), t)
         if not seen:
             continue
@@ -235,14 +232,15 @@ def _add_tma_loads(tr: Trace, slices: dict, origin_cyc: dict, csize: int) -> Non
         issue_cyc = sl.cycles(prod[:, 4])
         for i in range(len(prod)):
             w0, w1 = int(prod[i, 0]), int(prod[i, 1])
-            key = (w1 & 0xFFFF, (w1 >> 16) & 0xFFFF, (w0 >> 16) & 0xFFFF)
+            _, stage_w0, kb_w0 = R.unpack_w0(w0)
+            key = (*R.unpack_tile(w1), kb_w0)
             if key not in seen:
                 continue
             start_ns = base_p + issue_cyc[i] / f_p
             end_ns = max(seen[key], start_ns)
             tr.add_ns(sl.smid, cta, cta // csize, role, "tma_load", start_ns, end_ns,
                       start_cycle=float(issue_cyc[i]), end_cycle=float(issue_cyc[i] + (end_ns - start_ns) * f_p),
-                      tile=(key[0], key[1], 0), k_block=key[2], stage=(w0 >> 8) & 0xFF)
+                      tile=(key[0], key[1], 0), k_block=key[2], stage=stage_w0)
 
 
 def summarize(tr: Trace) -> dict:
