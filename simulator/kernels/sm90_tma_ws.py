@@ -64,8 +64,8 @@ at the first epilogue barrier).
 
 TMA loads go through the shared :class:`MemorySystem` (L2 hit/miss by slice, L2 and HBM bandwidth,
 a hit on a slice still being filled waits for the fill, a miss lands :data:`TMA_MISS_EXTRA` later)
-and through the SM's TMA unit (``Cta.tma_free``: ``tma_load_bytes_per_clk_per_sm``, then
-:data:`TMA_LOAD_FIXED`); rows whose pitch is not a multiple of 128 B cost the TMA unit
+and through the SM's TMA unit (``Cta.tma_free``: ``tma_load_bytes_per_clk_per_sm`` for every byte it
+delivers, once per multicast destination, then :data:`TMA_LOAD_FIXED`); rows whose pitch is not a multiple of 128 B cost the TMA unit
 :data:`TMA_MISALIGNED_COST` and the L2 :data:`L2_MISALIGNED_COST` times as long per byte. The epilogue
 per subtile is the twin's measured sequence (:data:`EPILOGUE_PHASES_1SM`): convert + stmatrix +
 fence per warpgroup, the store thread's bulk wait, the named barrier, the TMA store issue (blocking
@@ -755,6 +755,8 @@ class Sm90GemmTmaWarpSpecialized:
         # The SM's TMA unit (loads), its store engine, and the fixed parts of their latencies.
         t = self.timing
         self._tma_rate = t.tma_rate
+        self._a_dests = cfg.cluster_n        # A is multicast along the cluster row, B along the column
+        self._b_dests = cfg.cluster_m
         self._l2_cost = t.l2_cost
         self._tma_fixed = TMA_LOAD_FIXED.value
         # The memory system as TMA sees it on SM90: a miss lands TMA_MISS_EXTRA later than a plain
@@ -867,10 +869,12 @@ class Sm90GemmTmaWarpSpecialized:
         a_land = mem.load_scaled(now, a_key + kb, a_bytes, cost)
         b_land = mem.load_scaled(now, b_key + kb, b_bytes, cost)
         land = a_land if a_land > b_land else b_land
-        # The SM's TMA unit requests this CTA's slices at its rate; they land a fixed latency later.
+        # The SM's TMA unit moves this CTA's slices at its rate, once per destination of its multicast
+        # (the bytes landing per SM per stage are the same whatever the cluster shape, as in the
+        # SM100 model's ingress); they land a fixed latency later.
         if self._tma_rate > 0.0:
             start = cta.tma_free if cta.tma_free > now else now
-            cta.tma_free = start + (a_bytes + b_bytes) / self._tma_rate
+            cta.tma_free = start + (a_bytes * self._a_dests + b_bytes * self._b_dests) / self._tma_rate
             sm_land = cta.tma_free + self._tma_fixed
             if sm_land > land:
                 land = sm_land
