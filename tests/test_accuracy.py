@@ -211,3 +211,32 @@ def test_accuracy_scatter_writes_a_log_log_png(tmp_path):
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert [t.get_text().split(":")[0] for t in ax.get_legend().get_texts()][:2] == ["a", "b"]
+
+
+def test_cache_key_of_one_kernel_ignores_the_other_kernels_modules(tmp_path, monkeypatch):
+    """A change to sm90_tma_ws.py re-simulates SM90 rows only; a shared module re-simulates both."""
+    import shutil
+
+    import validation.accuracy as acc
+    root = tmp_path / "repo"
+    for folder in acc.MODEL_SOURCES:
+        shutil.copytree(acc.ROOT / folder, root / folder, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    monkeypatch.setattr(acc, "ROOT", root)
+    before = {sm: acc.model_hash(sm) for sm in (100, 90)}
+    assert before[100] != before[90]
+    with (root / "simulator/kernels/sm90_tma_ws.py").open("a") as f:
+        f.write("\n# changed\n")
+    assert acc.model_hash(100) == before[100] and acc.model_hash(90) != before[90]
+    with (root / "simulator/protocol/mbarrier.py").open("a") as f:
+        f.write("\n# changed\n")
+    assert acc.model_hash(100) != before[100]
+
+
+def test_sim_cache_writes_each_kernels_rows_to_its_own_file(tmp_path):
+    from validation.accuracy import SimCache
+    c = SimCache(tmp_path)
+    c.put("k100", {"cycles": 1.0}, 100)
+    c.put("k90", {"cycles": 2.0}, 90)
+    again = SimCache(tmp_path)
+    assert again.get("k100") == {"cycles": 1.0} and again.get("k90") == {"cycles": 2.0}
+    assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == ["sm100", "sm90"]

@@ -324,14 +324,22 @@ def quick_subset(rows: list[Row], budget_events: int) -> list[Row]:
 
 
 # ===================================================================================== simulation
-def model_hash() -> str:
-    """A hash of the model's source: a cached result is reused only for the same code."""
+#: Per kernel model, the other kernel's own modules (``simulator/kernels/sm90_*`` for an SM100 row):
+#: a change to one kernel's model keeps the other kernel's cached rows (everything shared still counts).
+_OTHER_KERNEL = {100: "simulator/kernels/sm90_", 90: "simulator/kernels/sm100_"}
+
+
+def model_hash(sm_version: int | None = None) -> str:
+    """A hash of the model's source: a cached result is reused only for the same code. With
+    ``sm_version`` (100 or 90), the other kernel model's own modules are left out."""
     h = hashlib.sha1()
+    skip = _OTHER_KERNEL.get(sm_version)
     for folder in MODEL_SOURCES:
         for p in sorted((ROOT / folder).rglob("*.py")):
-            if str(p.relative_to(ROOT)) in MODEL_SOURCES_SKIP:
+            rel = str(p.relative_to(ROOT))
+            if rel in MODEL_SOURCES_SKIP or (skip and rel.startswith(skip)):
                 continue
-            h.update(str(p.relative_to(ROOT)).encode())
+            h.update(rel.encode())
             h.update(p.read_bytes())
     return h.hexdigest()[:16]
 
@@ -377,14 +385,18 @@ def _simulate_one(args) -> tuple[str, dict]:
 
 
 class SimCache:
-    """JSON-lines cache of simulated outcomes, one file per model source hash."""
+    """JSON-lines cache of simulated outcomes: one file per kernel model and hash of its source
+    (``sm100-<hash>.jsonl``, ``sm90-<hash>.jsonl``)."""
 
     def __init__(self, directory: Path | None = CACHE_DIR, enabled: bool = True):
         self.enabled = enabled and directory is not None
-        self.path = (directory / f"{model_hash()}.jsonl") if self.enabled else None
+        self.paths = ({sm: directory / f"sm{sm}-{model_hash(sm)}.jsonl" for sm in _OTHER_KERNEL}
+                      if self.enabled else {})
         self.data: dict[str, dict] = {}
-        if self.enabled and self.path.is_file():
-            for line in self.path.read_text().splitlines():
+        for path in self.paths.values():
+            if not path.is_file():
+                continue
+            for line in path.read_text().splitlines():
                 try:
                     k, v = json.loads(line)
                 except ValueError:
@@ -394,11 +406,12 @@ class SimCache:
     def get(self, key: str) -> dict | None:
         return self.data.get(key)
 
-    def put(self, key: str, value: dict) -> None:
+    def put(self, key: str, value: dict, sm_version: int) -> None:
         self.data[key] = value
         if self.enabled:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as f:
+            path = self.paths[sm_version]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as f:
                 f.write(json.dumps([key, value]) + "\n")
 
 
@@ -418,6 +431,7 @@ def simulate_rows(rows: list[Row], *, jobs: int = 0, cache: SimCache | None = No
         log(f"simulating {len(order)} row(s) ({sum(r.est_events for _, r in order) / 1e6:.0f}M events estimated) "
             f"on {min(jobs, len(order))} process(es); {len(rows) - len(order)} cached")
     work = [(k, r.config, r.arch, engine) for k, r in order]
+    sm_of = {k: r.arch.sm_version for k, r in order}
     done = 0
     t0 = time.perf_counter()
     if jobs > 1 and len(work) > 1:
@@ -425,14 +439,14 @@ def simulate_rows(rows: list[Row], *, jobs: int = 0, cache: SimCache | None = No
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
         with ctx.Pool(min(jobs, len(work))) as pool:
             for k, v in pool.imap_unordered(_simulate_one, work):
-                cache.put(k, v)
+                cache.put(k, v, sm_of[k])
                 done += 1
                 if log and (done % 25 == 0 or done == len(work)):
                     log(f"  {done}/{len(work)} simulated ({time.perf_counter() - t0:.0f} s)")
     else:
         for w in work:
             k, v = _simulate_one(w)
-            cache.put(k, v)
+            cache.put(k, v, sm_of[k])
             done += 1
             if log and (done % 25 == 0 or done == len(work)):
                 log(f"  {done}/{len(work)} simulated ({time.perf_counter() - t0:.0f} s)")
@@ -648,7 +662,8 @@ def _fmt(x: float, pct: bool = True) -> str:
 def format_report(results: list[DataSetResult], *, command: str, arch_constants: bool = True) -> str:
     from simulator.machine.clocks import clock_label
     lines = ["# wsim accuracy: every committed measurement, re-run on the CPU", "",
-             f"Command: `{command}` (model source hash {model_hash()}, the key of out/accuracy-cache)", ""]
+             f"Command: `{command}` (model source hashes: SM100 {model_hash(100)}, SM90 {model_hash(90)}; "
+             "the keys of out/accuracy-cache)", ""]
     for res in results:
         ds = res.ds
         lines += [f"## {ds.title}", ""]

@@ -206,8 +206,9 @@ def compare(measured_path: str | Path | None = None, *, arch: ArchSpec | None = 
     ev = meas.meta.get("kernel_ms_events")
     if ev:
         M.append(Metric("kernel time (CUDA events)", res.time_ns / 1e3, float(ev) * 1e3, "us",
-                        f"simulated includes the {res.launch_overhead_ns / 1e3:.0f} us launch-overhead estimate; "
-                        "measured run is instrumented (K-block records)"))
+                        f"simulated includes the {res.launch_overhead_ns / 1e3:.2f} us launch overhead (arch constant "
+                        "launch_overhead_ns); measured: an instrumented run's event pair, which may include "
+                        "the host launch path"))
     for role in ("MainloopLoad", "Consumer0", "Consumer1"):
         M.append(Metric(f"{role} tile duration (median)", _median(sim, role, "tile") / 1e3,
                         _median(meas, role, "tile") / 1e3, "us"))

@@ -27,8 +27,8 @@ _SEMI = "SemiAnalysis microbench-blackwell"
 _LUO = "Luo et al. IPDPS'24 (arXiv 2402.13499)"
 _LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
 #: Where the B200 constants fitted to hbarclay/gemm-model's fp16 rows come from (wsim accuracy).
-_FIT = ("fitted by `wsim accuracy --quick --budget b200=400` to hbarclay/gemm-model's B200 fp16 rows (512 rows, "
-        "32 of its 40 shapes; validation/results/accuracy.md), leave-one-shape-out cross-validated MAPE 7.4%")
+_FIT = ("fitted by `wsim accuracy` to hbarclay/gemm-model's B200 fp16 rows (all 640 rows, 40 shapes; "
+        "validation/results/accuracy.md), leave-one-shape-out cross-validated MAPE 7.1%")
 _SEMI_MCAST = "SemiAnalysis microbench-blackwell tma2dmcast_throughput/tma2dmcast_sweep_results.csv"
 _MICRO = "validation/results/h200_microbench.json (python -m validation.microbench, 2026-11-29)"
 #: The v2 microbenchmarks (one per SM90 timing constant); a source names the key in its "quantities".
@@ -245,7 +245,7 @@ class ArchSpec:
             max_cluster_size=C("max_cluster_size", 16, "CTAs", _CUDA_GUIDE_CLUSTERS + "; non-portable max",
                                "datasheet"),
             tma_load_bytes_per_clk_per_sm=C(
-                "tma_load_bytes_per_clk_per_sm", 86.4, "B/clk/SM",
+                "tma_load_bytes_per_clk_per_sm", 85.6, "B/clk/SM",
                 f"{_FIT}; TMA bytes landing in one SM's SMEM per cycle under full load (not published: "
                 f"{_SEMI_MCAST} reached 58, one CTA per SM; gemm-model's 256x256 rows at 98% of peak need >= 64)",
                 "fitted"),
