@@ -233,3 +233,31 @@ def test_clc_runs_use_the_clc_tile_mapping():
         first.setdefault(int(c["cluster"][i]), (int(c["tile_m"][i]), int(c["tile_n"][i]), int(c["tile_l"][i])))
     assert first and all(t == cta_tile_coord(clc.work(ci), 0, r.config) for ci, t in first.items())
     assert any(cta_tile_coord(static.work(ci), 0, r.config) != t for ci, t in first.items())
+
+
+def test_row_pitch_cost_is_per_line_alignment():
+    from simulator.kernels.tma_alignment import L2_MISALIGNED_COST, TMA_MISALIGNED_COST, RowPitchCost
+    assert RowPitchCost.of(4096, 16).aligned and RowPitchCost.of(4096, 16).tma_cost == 1.0
+    assert RowPitchCost.of(64, 16).aligned                       # 128 B: one line
+    c = RowPitchCost.of(264, 16)                                 # 528 B: gemm-model's padded K=257
+    assert not c.aligned and c.pitch == 528
+    assert (c.tma_cost, c.l2_cost) == (TMA_MISALIGNED_COST.value, L2_MISALIGNED_COST.value)
+    assert RowPitchCost.of(264, 8).pitch == 264 and not RowPitchCost.of(264, 8).aligned
+    assert "not a multiple of 128 B" in c.note() and "a multiple of 128 B" in RowPitchCost.of(4096, 16).note()
+
+
+def test_misaligned_rows_slow_a_load_bound_sm100_kernel():
+    """Same tiles, same K-block count: K=4104 (8208-B rows) loads slower per K-block than K=4096
+    when the TMA ingress binds (2-SM 256x64 tiles: many bytes per FLOP); the timing notes say so."""
+    from simulator.kernels.sm100_tma_ws import Sm100Timing
+    arch = ArchSpec.b200()
+    base = dict(m=2048, n=2048, mma_tile_n=64, swizzle=1)
+    ok = Sm100GemmConfig(k=4096, **base).resolved(arch)
+    off = Sm100GemmConfig(k=4104, **base).resolved(arch)
+    t_ok, t_off = Sm100Timing.derive(ok, arch), Sm100Timing.derive(off, arch)
+    assert t_ok.tma_row_cost == 1.0 and t_off.tma_row_cost > 2.0 and t_off.l2_row_cost > 1.4
+    assert any("not a multiple of 128 B" in n for n in t_off.notes)
+    r_ok, r_off = simulate(ok, arch), simulate(off, arch)
+    per_kb_ok = r_ok.cycles / ok.k_tiles
+    per_kb_off = r_off.cycles / off.k_tiles        # one more (partial) K-block: compare per K-block
+    assert per_kb_off > 1.3 * per_kb_ok

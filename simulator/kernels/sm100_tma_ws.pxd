@@ -74,6 +74,7 @@ cdef class Sm100GemmTmaWarpSpecialized:
     cdef public RunStats stats
     cdef public double _ingress_rate
     cdef public double _ingress_lat
+    cdef public double _l2_cost
     cdef public long _a_dests
     cdef public long _b_dests
     @cython.final

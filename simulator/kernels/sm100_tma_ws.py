@@ -63,6 +63,7 @@ from simulator.kernels.scheduler import (
     mma_tile_in_problem,
     static_grid_clusters,
 )
+from simulator.kernels.tma_alignment import L2_MISALIGNED_COST, TMA_MISALIGNED_COST, RowPitchCost
 from simulator.machine.memory import MemorySystem
 from simulator.protocol.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
 from simulator.protocol.deadlock import barrier_stage
@@ -101,6 +102,8 @@ class Sm100Timing:
     tma_ingress_bytes_per_clk: float = 0.0   # per-SM TMA bytes landing in SMEM per cycle (0: no limit)
     epi_sync_cycles: float = 0.0             # per epilogue subtile: fence + named-barrier syncs around the store
     store_read_bytes_per_clk: float = 0.0    # TMA store: SMEM read rate (assumed = the measured TMA load rate)
+    tma_row_cost: float = 1.0                # TMA ingress occupancy per byte (> 1: rows straddle cache lines)
+    l2_row_cost: float = 1.0                 # L2 -> SM occupancy per byte (> 1: rows straddle cache lines)
 
     @classmethod
     def derive(cls, cfg, arch) -> Sm100Timing:
@@ -122,6 +125,11 @@ class Sm100Timing:
         notes = [f"tcgen05.mma {cfg.mma_tile_m}x{cfg.mma_tile_n}x{instr_k}: {instr:.1f} cycles/instr "
                  f"({'SMEM-operand' if smem > compute else 'math'} bound), {n_instr} per K-block"]
         drain = max(0.0, arch.mma_latency_cycles.value - instr)
+        rows_cost = RowPitchCost.of(cfg.k, cfg.bits_ab)
+        notes.append(rows_cost.note("; measured on the H200, assumed alike on SM100"))
+        if not rows_cost.aligned:
+            notes += [f"{c.name} = {c.value:g} {c.unit} (estimate on SM100: {c.kind} on the H200: {c.source})"
+                      for c in (TMA_MISALIGNED_COST, L2_MISALIGNED_COST)]
         acc_bytes = 4
         elems = cfg.epi_tile[0] * cfg.epi_tile[1]
         tmem = elems * acc_bytes / arch.tmem_load_bytes_per_clk.value if arch.tmem_load_bytes_per_clk.value else 0.0
@@ -143,6 +151,8 @@ class Sm100Timing:
             epi_sync_cycles=arch.epilogue_subtile_sync_cycles.value,
             store_read_bytes_per_clk=(arch.tma_load_bytes_per_clk_per_sm.value
                                       or arch.smem_read_bytes_per_clk.value),
+            tma_row_cost=rows_cost.tma_cost,
+            l2_row_cost=rows_cost.l2_cost,
         )
 
     @staticmethod
@@ -627,7 +637,9 @@ class Sm100GemmTmaWarpSpecialized:
         self._trace_sms = None if trace_sms is None else frozenset(trace_sms)
         self.timing = Sm100Timing.derive(cfg, arch)
         # Per-K-block constants of issue_mainloop_tma, read once.
-        self._ingress_rate = self.timing.tma_ingress_bytes_per_clk
+        # Rows that straddle cache lines occupy the SM's TMA ingress longer per byte (a slower rate).
+        self._ingress_rate = self.timing.tma_ingress_bytes_per_clk / self.timing.tma_row_cost
+        self._l2_cost = self.timing.l2_row_cost
         self._ingress_lat = memory.t.l2_latency + memory.t.tma_overhead
         self._a_dests = cfg.cluster_n
         self._b_dests = cfg.cluster_m // cfg.atom_thr_m
@@ -754,8 +766,9 @@ class Sm100GemmTmaWarpSpecialized:
         mem = self.mem
         now = role._time()
         a_key, a_bytes, b_key, b_bytes = loads
-        a_land = mem.load(now, a_key + kb, a_bytes)
-        b_land = mem.load(now, b_key + kb, b_bytes)
+        cost = self._l2_cost
+        a_land = mem.load_scaled(now, a_key + kb, a_bytes, cost)
+        b_land = mem.load_scaled(now, b_key + kb, b_bytes, cost)
         land = a_land if a_land > b_land else b_land
         rate = self._ingress_rate
         if rate:

@@ -120,6 +120,7 @@ from simulator.kernels.scheduler import (
     mma_tile_in_problem,
     sm90_static_grid,
 )
+from simulator.kernels.tma_alignment import L2_MISALIGNED_COST, TMA_MISALIGNED_COST, RowPitchCost
 from simulator.machine.constants import Constant
 from simulator.machine.memory import MemorySystem
 from simulator.protocol.arrivals import (
@@ -184,17 +185,6 @@ TMA_LOAD_FIXED = _c("tma_load_fixed_cycles", 443.5, "cycles",
 TMA_MISS_EXTRA = _c("tma_miss_extra_cycles", round(1092.5 - 699.6 - 178.0, 1), "cycles",
                     f"derived: {_MB2} tma_load.latency.hbm.p8192.1KiB.1sm (1092.5) - load_latency.hbm.f1024MiB.1sm "
                     "(699.6) - tma_issue_overhead_cycles (178)")
-#: Rows whose pitch is not a multiple of 128 B (K x element bytes for K-major A and B) straddle two
-#: cache lines: one SM streams 47.8 B/clk instead of 106.3 (``tma_stream.l2.p8208.1sm``), and all
-#: SMs together read L2 at 6.11 instead of 9.05 TB/s (same run, ``tma_stream.l2.p8208.132sm`` /
-#: ``p8192.132sm``): each byte occupies the L2 -> SM path 1.48x as long. HBM streams are unaffected
-#: (``tma_stream.hbm.p8208.132sm`` 4.31 vs 4.36 TB/s).
-TMA_MISALIGNED_COST = _c("tma_misaligned_cost", round(106.35 / 47.84, 3), "x",
-                         f"derived: {_MB2} tma_stream.l2.p8192.1sm.bytes_per_clk_per_sm (106.35) / "
-                         "tma_stream.l2.p8208.1sm.bytes_per_clk_per_sm (47.84, row pitch 8208 B)")
-L2_MISALIGNED_COST = _c("l2_misaligned_cost", round(9.049 / 6.111, 3), "x",
-                        f"derived: {_MB2} tma_stream.l2.p8192.132sm.bytes_per_s (9.049e12) / "
-                        "tma_stream.l2.p8208.132sm.bytes_per_s (6.111e12)")
 #: TMA stores. A store of ``b`` bytes has read its SMEM ``150.5 + b/31.75`` cycles after issue on one
 #: SM (the line through ``tma_store.e{16,32,64}.read_cycles_1sm`` = 279.5/408.5/666.5 for 4/8/16
 #: KiB) and is written (``wait_group 0``) 6 cycles after that (``write_cycles_1sm``). Modelled as the
@@ -300,10 +290,9 @@ class Sm90Timing:
         alu, wait, bar, issue = _epilogue_phases(cfg.schedule, d_bytes)
         elems = em * en // (NUM_MMA_WARPGROUPS if coop else 1)
         c_read = elems * (cfg.bits_c / 8) / smem_bw if cfg.read_c else 0.0
-        pitch = cfg.k * cfg.bits_ab // 8
-        aligned = pitch % 128 == 0
-        tma_rate = arch.tma_load_bytes_per_clk_per_sm.value / (1.0 if aligned else TMA_MISALIGNED_COST.value)
-        l2_cost = 1.0 if aligned else L2_MISALIGNED_COST.value
+        rows_cost = RowPitchCost.of(cfg.k, cfg.bits_ab)
+        tma_rate = arch.tma_load_bytes_per_clk_per_sm.value / rows_cost.tma_cost
+        l2_cost = rows_cost.l2_cost
         notes = (
             f"wgmma m64n{n}k{instr_k}: {instr:.1f} cycles/instr (math rate), latency {lat:.1f}, {per_kblock} per "
             f"warpgroup per K-block ({cfg.schedule}: {rows} rows per warpgroup)",
@@ -311,8 +300,7 @@ class Sm90Timing:
                                                                              else "")
             + f", bulk wait {wait:.1f}, named barrier {bar:.1f}, TMA store issue {issue:.1f} cycles "
             f"(measured on one SM, {_MB2E} epilogue.{'coop' if coop else 'pp'}.e*.*_1sm)",
-            f"A/B row pitch {pitch} B: " + ("a multiple of 128 B" if aligned else
-                                            f"not a multiple of 128 B: TMA {tma_rate:g} B/clk/SM, L2 cost x{l2_cost:g}"),
+            rows_cost.note() + ("" if rows_cost.aligned else f": TMA {tma_rate:g} B/clk/SM"),
         ) + tuple(f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in MODULE_CONSTANTS)
         return cls(
             wgmma_instr_cycles=instr,

@@ -28,7 +28,7 @@ _LUO = "Luo et al. IPDPS'24 (arXiv 2402.13499)"
 _LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
 #: Where the B200 constants fitted to hbarclay/gemm-model's fp16 rows come from (wsim accuracy).
 _FIT = ("fitted by `wsim accuracy` to hbarclay/gemm-model's B200 fp16 rows (all 640 rows, 40 shapes; "
-        "validation/results/accuracy.md), leave-one-shape-out cross-validated MAPE 7.1%")
+        "validation/results/accuracy.md), leave-one-shape-out cross-validated MAPE 6.9%")
 _SEMI_MCAST = "SemiAnalysis microbench-blackwell tma2dmcast_throughput/tma2dmcast_sweep_results.csv"
 _MICRO = "validation/results/h200_microbench.json (python -m validation.microbench, 2026-11-29)"
 #: The v2 microbenchmarks (one per SM90 timing constant); a source names the key in its "quantities".
@@ -238,7 +238,7 @@ class ArchSpec:
                 "not published: 4 epilogue warps (one per scheduler) x 32 lanes x ~1 element/clk "
                 "(packed cvt = 2 elems/instr, shared with scale and st.shared issue)",
                 "estimate"),
-            launch_overhead_ns=C("launch_overhead_ns", 6700, "ns",
+            launch_overhead_ns=C("launch_overhead_ns", 6500, "ns",
                                  f"{_FIT}; GPU time per launch the simulation does not cover (grid launch, "
                                  "barrier init, TMEM alloc, teardown, gap between back-to-back kernels)",
                                  "fitted"),
@@ -254,7 +254,7 @@ class ArchSpec:
                         "TPCs enabled, assumed spread as evenly as possible (2 GPCs of 10 TPCs, 6 of 9); the "
                         "per-chip distribution is not published", "estimate"),
             epilogue_subtile_sync_cycles=C(
-                "epilogue_subtile_sync_cycles", 520, "cycles",
+                "epilogue_subtile_sync_cycles", 460, "cycles",
                 f"{_FIT}; per epilogue subtile, the fence, two named-barrier syncs and TMA-store issue/wait of "
                 "the CuTe-DSL epilogue beyond the modelled TMEM load, conversion and SMEM write (not published)",
                 "fitted"),
