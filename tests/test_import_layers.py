@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from simulator.protocol.deadlock import _find_cycle
+
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "simulator"
 
@@ -93,29 +95,10 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(n: str) -> list[str] | None:
-        state[n] = 1
-        stack.append(n)
-        for m in sorted(graph.get(n, ())):
-            if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
-            if m not in state:
-                c = visit(m)
-                if c:
-                    return c
-        stack.pop()
-        state[n] = 2
-        return None
-
-    for n in sorted(graph):
-        if n not in state:
-            c = visit(n)
-            if c:
-                return c
-    return None
+    """A cycle of the import graph, closed (``[a, b, a]``), or None: the deadlock report's
+    wait-for cycle finder, over sorted edges so the answer does not depend on set order."""
+    cycle = _find_cycle({n: sorted(ms) for n, ms in graph.items()})
+    return cycle + cycle[:1] if cycle else None
 
 
 def test_every_part_of_the_package_has_a_layer():

@@ -72,6 +72,16 @@ class FastEvent:
         return self
 
 
+def checkpoint(env, n: int, limit) -> None:
+    """Every ``progress_every`` events of either engine's run loop: stop a run past ``limit``
+    (``SimulationLimitError``, counting the ``n`` events it processed) and report progress."""
+    if limit is not None and n > limit:
+        env.events_processed += n
+        raise events_exceeded(limit, env.now)
+    if env.progress is not None:
+        env.progress()
+
+
 class FastEnv(EventLoop):
     """The subset of ``simpy.Environment`` the kernel models use, with SimPy's event order.
 
@@ -220,11 +230,7 @@ class FastEnv(EventLoop):
             n += 1
             if n == next_check:
                 next_check += every
-                if limit is not None and n > limit:
-                    self.events_processed += n
-                    raise events_exceeded(limit, self._now)
-                if self.progress is not None:
-                    self.progress()
+                checkpoint(self, n, limit)
             ev.done = True
             proc = ev.proc
             if proc is not None:

@@ -26,9 +26,9 @@ from typing import Any
 import simpy
 
 from simulator import _native
-from simulator.engine.fast_env import FastEnv
+from simulator.engine.fast_env import FastEnv, checkpoint
 from simulator.engine.trace import Trace
-from simulator.errors import ConfigError, SimulationLimitError, events_exceeded
+from simulator.errors import ConfigError, SimulationLimitError
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec
@@ -209,11 +209,7 @@ class ReferenceEnvironment(simpy.Environment):
             n += 1
             if n == next_check:
                 next_check += every
-                if limit is not None and n > limit:
-                    self.events_processed += n
-                    raise events_exceeded(limit, self._now)
-                if self.progress is not None:
-                    self.progress()
+                checkpoint(self, n, limit)
             callbacks, event.callbacks = event.callbacks, None
             for callback in callbacks:
                 callback(event)

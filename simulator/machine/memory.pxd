@@ -11,7 +11,6 @@ cdef class Channel:
     cdef public double busy_cycles
     cdef public double bin_cycles
     cdef public dict bins
-    @cython.locals(start=double, dur=double, end=double, b=long)
     cpdef double reserve(self, double now, long long nbytes)
     @cython.locals(start=double, dur=double, end=double, b=long)
     cpdef double reserve_scaled(self, double now, long long nbytes, double cost)

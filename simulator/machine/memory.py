@@ -39,16 +39,7 @@ class Channel:
 
     def reserve(self, now: float, nbytes: int) -> float:
         """Reserve the channel for ``nbytes`` issued at ``now``; returns when the transfer ends."""
-        start = self.next_free if self.next_free > now else now
-        dur = nbytes / self.bytes_per_cycle
-        end = start + dur
-        self.next_free = end
-        self.bytes_total += nbytes
-        self.busy_cycles += dur
-        if self.bin_cycles:
-            b = int(end // self.bin_cycles)
-            self.bins[b] = self.bins.get(b, 0.0) + nbytes
-        return end
+        return self.reserve_scaled(now, nbytes, 1.0)
 
     def reserve_scaled(self, now: float, nbytes: int, cost: float) -> float:
         """:meth:`reserve` for ``nbytes`` that occupy the channel as long as ``nbytes x cost`` would
@@ -184,10 +175,7 @@ class MemorySystem:
             self._push_most_recent(slot)
             self.l2_hits += 1
             self.last_hit = True
-            if l2_cost == 1.0:
-                end = self.l2.reserve(now, nbytes)
-            else:
-                end = self.l2.reserve_scaled(now, nbytes, l2_cost)
+            end = self.l2.reserve_scaled(now, nbytes, l2_cost)
             land = end + self._l2_latency + self._tma_overhead
             if self.fill_wait and self._ready[slot] > land:
                 # Hit under miss: the slice is still on its way from HBM; it lands with the fill.
@@ -198,10 +186,7 @@ class MemorySystem:
         self.hbm_read_bytes += nbytes
         end = self.hbm.reserve(now, nbytes)
         # The bytes also pass through L2 on their way to the SM.
-        if l2_cost == 1.0:
-            self.l2.reserve(now, nbytes)
-        else:
-            self.l2.reserve_scaled(now, nbytes, l2_cost)
+        self.l2.reserve_scaled(now, nbytes, l2_cost)
         size[slot] = nbytes
         self._push_most_recent(slot)
         self._lru_bytes += nbytes
