@@ -21,7 +21,8 @@ row's own clock), which removes the clock differences between configs.
 
 B200 (hbarclay/gemm-model's fp16 rows, read from outside git, :mod:`validation.b200_data`): per
 problem (40), the regret of wsim's pick among the 16 measured configs (the ``--space gemm-model``
-candidates, simulated at the 1.3 GHz the runs were locked to) beside the regret of gemm-model's own
+candidates at the 1.3 GHz the runs were locked to), ranked by ``wsim accuracy``'s leave-one-shape-out
+predictions (the fitted B200 constants of each shape fitted without it), beside the regret of gemm-model's own
 model's pick (its WSPersistentGEMMModel l2-hit predictions), and Spearman for both.
 
     python benchmarks/tune_check.py --out validation/results/tune_check.md
@@ -48,7 +49,7 @@ from simulator.kernels.scheduler import raster_for  # noqa: E402
 from simulator.kernels.sm90_config import Sm90GemmConfig  # noqa: E402
 from simulator.kernels.space import hw_kernel_fields, make_space  # noqa: E402
 from simulator.machine.arch import ArchSpec  # noqa: E402
-from validation.accuracy import Row, SimCache, simulate_rows, spearman  # noqa: E402
+from validation.accuracy import DATASETS, Row, SimCache, evaluate, simulate_dataset, simulate_rows, spearman  # noqa: E402
 
 #: The span-level instrumentation suffix of the campaign's config names.
 SPAN_SUFFIX = "_trace-span"
@@ -175,26 +176,24 @@ def h200_results(*, jobs: int = 0, cache: SimCache | None = None, log=None) -> l
 
 # ========================================================================================= B200
 def b200_results(*, jobs: int = 0, cache: SimCache | None = None, log=None, path=None) -> list[ShapeResult]:
-    from validation import b200_data as bd
-    rows = bd.load_rows(path)
-    preds = bd.load_predictions("l2hit", path)
-    arch = ArchSpec.b200().with_overrides({"clock_ghz": bd.CLOCK_GHZ}, origin=bd.CLOCK_SOURCE)
-    by: dict[str, list] = {}
-    for r in rows:
-        by.setdefault(r.shape_name, []).append(r)
-    sim_rows = [Row("tune_check_b200", str(r.index), r.config_name, r.shape_name, "", r.config(), arch, r.runtime_us,
-                    est_events=estimate_events(r.config().resolved(arch))) for s in by for r in by[s]]
-    sim = simulate_rows(sim_rows, jobs=jobs, cache=cache, log=log)
+    """Per gemm-model shape, its 16 configs ranked by ``wsim accuracy``'s leave-one-shape-out
+    predictions: the same simulations (cached), each shape predicted with the fitted B200
+    constants fitted without it, so no shape is ranked by constants tuned on its own rows."""
+    ds = DATASETS["b200"](path)
+    if not ds.rows:
+        from validation.b200_data import GemmModelDataMissing
+        raise GemmModelDataMissing("; ".join(ds.skipped))
+    res = evaluate(ds, ds.rows, simulate_dataset(ds, ds.rows, jobs=jobs, cache=cache, log=log), "all rows")
+    by: dict[str, list[int]] = {}
+    for i, r in enumerate(ds.rows):
+        by.setdefault(r.shape, []).append(i)
     out = []
-    pos = 0
-    for s, rs in by.items():
-        outs = sim[pos:pos + len(rs)]
-        pos += len(rs)
-        res = ShapeResult(s, [r.config_name for r in rs], [r.runtime_us for r in rs], [],
-                          [o.time_us if o.ok else float("inf") for o in outs],
-                          [o.cycles if o.ok else float("inf") for o in outs], [])
-        res.extra["gemm_model"] = [preds[r.index] for r in rs]
-        out.append(res)
+    for s, idx in by.items():
+        rows = [ds.rows[i] for i in idx]
+        sr = ShapeResult(s, [r.label.removeprefix(s).strip() for r in rows], [r.measured_us for r in rows], [],
+                         [float(res.model_us[i]) for i in idx], [], [])
+        sr.extra["gemm_model"] = [r.baselines["gemm-model"] for r in rows]
+        out.append(sr)
     return out
 
 
@@ -287,7 +286,10 @@ def h200_target_lines(res: list[ShapeResult]) -> list[str]:
 
 def format_b200(res: list[ShapeResult]) -> list[str]:
     lines = ["## B200: hbarclay/gemm-model's 16 measured configs per problem (fp16)", "",
-             "wsim predicted at the 1.3 GHz the runs were locked to (`--space gemm-model`); gemm-model: its "
+             "wsim: the leave-one-shape-out predictions of `wsim accuracy` (the `--space gemm-model` configs at the "
+             "1.3 GHz the runs were locked to; each shape predicted with the three fitted constants fitted "
+             "without it, the in-model ones interpolated between their simulated values as `wsim accuracy` "
+             "does), so no shape is ranked by constants tuned on its own rows; gemm-model: its "
              "WSPersistentGEMMModel (l2-hit) predictions. Regret as above, against the measured runtimes.", "",
              "| problem | wsim pick | wsim regret | wsim Spearman | gemm-model pick | gemm-model regret | "
              "gemm-model Spearman |", "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
