@@ -10,7 +10,8 @@ process that arrives with 128 threads' worth of arrivals):
 * ``Sched`` (warp 1, first CTA of the cluster only, CLC scheduler only): waits for the CLC
   throttle, issues ``try_cancel`` for the next cluster, consumes the response like everyone else.
 * ``MainloopLoad`` (warp 2): TMA loads of A and B, one K-block per mainloop stage, multicast
-  across the cluster; throttles the Sched warp once per tile (CTA 0).
+  across the cluster; throttles the Sched warp once per tile (CTA 0; with
+  ``ProtocolKnobs.clc_throttle`` off, neither this warp nor Sched touches the throttle pipeline).
 * ``MMA`` (warp 0): TMEM allocation; on the MMA-leader CTA of a 1-SM/2-SM pair, one accumulator
   stage per tile, one tcgen05.mma K-block per mainloop stage; commits free the mainloop stage
   (multicast to the CTAs whose TMA fed it) and hand the accumulator to the epilogue.
@@ -292,12 +293,13 @@ class MainloopLoad(Role):
         cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
         requires_clc_query = True
         work = k.initial_work(cta.cluster)
-        dynamic = cfg.tile_scheduler == "clc"
+        # CTA 0 grants the Sched warp one query per tile; with the throttle off neither side takes part.
+        throttled = cfg.tile_scheduler == "clc" and cta.is_first_cta and knobs.clc_throttle
         k_tiles = cfg.k_tiles
         prologue = min(cfg.mainloop_stages, k_tiles)
         while True:
             tile = self.tile_of(work)
-            if dynamic and cta.is_first_cta and requires_clc_query:
+            if throttled and requires_clc_query:
                 ev = cta.clc_throttle.producer_acquire(throttle_state, self.who)
                 if ev is not None:
                     t0 = self._time()

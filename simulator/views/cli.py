@@ -123,7 +123,8 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
     k.add_argument("--skip-release", action="append", default=[], metavar="PIPE",
                    help="consumers of this pipeline never release a stage")
     k.add_argument("--no-clc-throttle", action="store_true",
-                   help="Sched does not wait for the CLC throttle (SM100 with the clc scheduler only)")
+                   help="take the CLC throttle out: neither MainloopLoad nor Sched takes part "
+                        "(SM100 with the clc scheduler only)")
 
 
 def _add_simulate_parser(sub) -> argparse.ArgumentParser:
