@@ -201,7 +201,7 @@ def test_gemm_model_own_predictions_reproduce_its_published_error(b200_rows):
 
 def test_simulate_and_cli_take_the_clock(capsys):
     from simulator.engine import simulate
-    from simulator.views.cli import main
+    from wsim.cli import main
     cfg = Sm100GemmConfig(m=512, n=512, k=512)
     a = simulate(cfg, clock="max")
     b = simulate(cfg, clock=1.0)

@@ -30,7 +30,7 @@ from simulator.kernels.sm100_config import Sm100GemmConfig  # noqa: E402
 from simulator.machine.arch import ArchSpec  # noqa: E402
 from simulator.protocol.knobs import ProtocolKnobs  # noqa: E402
 from simulator.views.breakdown import SelectionError, role_breakdown  # noqa: E402
-from simulator.views.cli import main  # noqa: E402
+from wsim.cli import main  # noqa: E402
 
 MAX_EVENTS = 60_000
 #: WSIM_FUZZ_SCALE=20 runs 20x the examples with a fresh random seed (exploration); CI runs 1x, derandomized.

@@ -133,7 +133,7 @@ def test_inputs(tmp_path):
 
 
 def _wsim(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "simulator.views.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wsim", *args], capture_output=True, text=True,
                           cwd=REPO, timeout=300, **kw)
 
 
@@ -257,7 +257,7 @@ def test_ctrl_c_keeps_finished_rows(tmp_path):
     """SIGINT to a running sweep: exit 130, the rows finished so far on disk, in order, file complete."""
     out = tmp_path / "int.csv"
     grid = ",".join(str(v) for v in range(64, 257, 16))          # 13 tile widths x 4 shapes = 52 configs
-    p = subprocess.Popen([sys.executable, "-m", "simulator.views.cli", "sweep", "--grid", f"mma_tile_n={grid}",
+    p = subprocess.Popen([sys.executable, "-m", "wsim", "sweep", "--grid", f"mma_tile_n={grid}",
                           "--grid", "m=2048,3072,4096,6144", "--set", "n=4096", "--set", "k=2048", "--workers", "2",
                           "--out", str(out), "--no-progress"], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from simulator.kernels.scheduler import raster_for
 from simulator.machine.clocks import clock_label
 
 
@@ -27,7 +28,7 @@ def describe_config(cfg) -> list[str]:
                      + (f" / load {cfg.epilogue_load_stages}" if cfg.read_c else ""))
     em, en = cfg.epi_tile
     lines.append(f"epilogue   {em}x{en} subtiles, {cfg.epi_subtiles} per tile")
-    lines.append(f"scheduler  {cfg.tile_scheduler}, raster {cfg.effective_raster} (asked: {cfg.raster}), "
+    lines.append(f"scheduler  {cfg.tile_scheduler}, raster {raster_for(cfg)} (asked: {cfg.raster}), "
                  f"swizzle {cfg.swizzle}; {cfg.num_output_tiles} output tiles, {cfg.k_tiles} K-blocks each")
     return lines
 
