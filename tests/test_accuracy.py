@@ -195,7 +195,7 @@ def test_gemm_model_own_predictions_reproduce_its_published_error(b200_rows):
     from validation.b200_data import load_predictions
     pred = load_predictions("l2hit")
     err = [abs(pred[r.index] / r.runtime_us - 1) for r in b200_rows]
-    assert 100 * np.mean(err) == pytest.approx(15.0, abs=0.1)     # issue 10: 15.0% on all 640 rows
+    assert 100 * np.mean(err) == pytest.approx(15.0, abs=0.1)     # gemm-model's own model: 15.0% on all 640 rows
     assert math.isfinite(max(err))
 
 

@@ -19,7 +19,9 @@ What was timed (read from that repository's ``benchmark_gemm.py`` and its copy o
   accumulator stages; mainloop stages = (SMEM capacity - 1 KiB - 2 epilogue subtiles) // stage
   bytes, and every SMEM byte left over becomes another epilogue (C) store stage.
 * the problem: ``pad_mnk`` rounds M, N and K up to 16-byte multiples (8 fp16 elements) before the
-  launch, so the rows listed with K=257 or N=257 ran K=264 or N=264 with zero padding, aligned.
+  launch, so the rows listed with K=257 or N=257 ran K=264 or N=264 with zero padding: 16-byte
+  aligned, as TMA needs, but a K=264 fp16 row is 528 B, not a multiple of the 128-B cache line, so
+  its rows straddle lines (``simulator/kernels/tma_alignment.py`` charges that).
   The CSV lists the unpadded sizes; this loader simulates the padded problem, which is what the
   GPU executed (the FLOP counts used for throughput are the padded ones too).
 * the clock: locked with ``nvidia-smi -lgc 1300,1300`` (README), so the rows are simulated at

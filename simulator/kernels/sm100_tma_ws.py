@@ -1,8 +1,9 @@
 """SM100 TMA warp-specialized persistent GEMM: the seed kernel as a SimPy model.
 
-Read this beside ``shared/seed/sm100_gemm_tma_warpspecialized.hpp`` (``operator()``): each role
-class below is one branch of its ``if (is_participant.X)`` chain, and each pipeline call is the
-seed's call, in the seed's order.
+Read this beside the seed, CUTLASS's ``include/cutlass/gemm/kernel/sm100_gemm_tma_warpspecialized.hpp``
+(github.com/NVIDIA/cutlass, a version with the epilogue-throttle barrier, e.g. commit 019c5c979; see
+:mod:`simulator.protocol.arrivals`), ``operator()``: each role class below is one branch of its
+``if (is_participant.X)`` chain, and each pipeline call is the seed's call, in the seed's order.
 
 Roles (``WarpCategory``; one SimPy process per warp role per CTA; the four epilogue warps are one
 process that arrives with 128 threads' worth of arrivals):
@@ -98,7 +99,6 @@ class Sm100Timing:
     clc_latency: float
     remote_latency: float
     wake_latency: float
-    launch_overhead_cycles: float
     notes: tuple[str, ...]
     tma_ingress_bytes_per_clk: float = 0.0   # per-SM TMA bytes landing in SMEM per cycle (0: no limit)
     epi_sync_cycles: float = 0.0             # per epilogue subtile: fence + named-barrier syncs around the store
@@ -146,7 +146,6 @@ class Sm100Timing:
             clc_latency=arch.clc_query_latency_cycles.value,
             remote_latency=arch.remote_arrive_latency_cycles.value,
             wake_latency=arch.mbarrier_arrive_latency_cycles.value,
-            launch_overhead_cycles=arch.launch_overhead_ns.value * arch.clock_ghz.value,
             notes=tuple(notes),
             tma_ingress_bytes_per_clk=arch.tma_load_bytes_per_clk_per_sm.value,
             epi_sync_cycles=arch.epilogue_subtile_sync_cycles.value,

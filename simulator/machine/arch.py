@@ -11,7 +11,12 @@ Every field of :class:`ArchSpec` except ``name`` and ``sm_version`` is a
   ``validation/results/h200_microbench_v2.json``, each source naming its key there); where a
   published figure (Luo et al., H800) differs, the source gives it too.
 
-Sources are those collected in ``shared/reference/published-figures.md``.
+Each source names a public document or a committed measurement (a file of ``validation/results``
+and its key): SemiAnalysis microbench-blackwell (github.com/SemiAnalysisAI/microbench-blackwell),
+Luo et al. (arXiv 2402.13499, 2501.12084), pytorch/ao PR #4002 (github.com/pytorch/ao/pull/4002),
+markdewing/AI_kernels (github.com/markdewing/AI_kernels), hbarclay/gemm-model
+(github.com/hbarclay/gemm-model), CUTLASS (github.com/NVIDIA/cutlass), NVIDIA's datasheets and
+whitepapers, the CUDA C++ Programming Guide.
 """
 
 from __future__ import annotations
@@ -131,19 +136,8 @@ class ArchSpec:
         return replace(self, **changes)
 
     # ------------------------------------------------------------------ convenience
-    @property
-    def cycles_per_ns(self) -> float:
-        return self.clock_ghz.value
-
-    @property
-    def ns_per_cycle(self) -> float:
-        return 1.0 / self.clock_ghz.value
-
     def cycles_to_ns(self, cycles: float) -> float:
         return cycles / self.clock_ghz.value
-
-    def ns_to_cycles(self, ns: float) -> float:
-        return ns * self.clock_ghz.value
 
     @property
     def hbm_bytes_per_clk(self) -> float:
@@ -159,14 +153,6 @@ class ArchSpec:
     def peak_flops(self) -> float:
         """Dense 16-bit tensor peak, FLOP/s, at ``clock_ghz``."""
         return self.sm_count.value * self.mma_flops_per_clk_per_sm.value * self.clock_ghz.value * 1e9
-
-    @property
-    def is_sm100(self) -> bool:
-        return self.sm_version == 100
-
-    @property
-    def is_sm90(self) -> bool:
-        return self.sm_version == 90
 
     # ------------------------------------------------------------------ factories
     @classmethod
@@ -268,7 +254,9 @@ class ArchSpec:
         return cls(
             name="H200",
             sm_version=90,
-            sm_count=C("sm_count", 132, "SMs", "NVIDIA H200 SXM datasheet; shared/device/README.md", "datasheet"),
+            sm_count=C("sm_count", 132, "SMs", "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 "
+                       "SMs; the H200 has the same GH100 die); our H200's device query: "
+                       "validation/results/h200_campaign.json env 'sms'", "datasheet"),
             clock_ghz=C("clock_ghz", 1.98, "GHz",
                         "shared/device/README.md: H200 SM clock max 1980 MHz (median 1455-1695 under load: "
                         "override with the run's effective clock)", "measured-here"),
