@@ -98,7 +98,7 @@ def format_result(res) -> str:
     out.append("constants used")
     width = max(len(c.name) for c in res.constants)
     for c in res.constants:
-        out.append(f"  {c.name:<{width}}  {c.value:>12g} {c.unit:<10} [{c.kind}] {c.source}")
+        out.append(f"  {c.name:<{width}}  {c.value:>12g} {c.unit:<10} [{c.label}] {c.source}")
     out.append("")
     out.append(f"simulated {res.events or 'n/a'} events in {res.wall_s:.2f} s wall ({res.engine} engine"
                + (f"; {res.engine_note}" if res.engine_note else "") + ")")

@@ -140,7 +140,7 @@ def format_dataset(res: DataSetResult) -> list[str]:
     a = res.scored_arch[0]
     lines += ["", f"Constants of the first row's scored prediction ({a.name}; every row's overrides are in "
               "accuracy.json):", ""]
-    lines += [f"- {c.name} = {c.value:g} {c.unit} [{c.kind}] {c.source}" for c in a.constants()]
+    lines += [f"- {c.name} = {c.value:g} {c.unit} [{c.label}] {c.source}" for c in a.constants()]
     return lines + [""]
 
 
