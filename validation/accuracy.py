@@ -801,7 +801,8 @@ def add_accuracy_parser(sub) -> None:
 
 
 def _budgets(items: list[str], names: list[str]) -> dict[str, float]:
-    """``--budget`` values -> millions of estimated events per data set (default 25)."""
+    """``--budget`` values -> millions of estimated events per data set (default 25): a finite number
+    > 0, for a data set asked for."""
     from simulator.errors import ConfigError
     out = dict.fromkeys(names, 25.0)
     for item in items:
@@ -810,13 +811,44 @@ def _budgets(items: list[str], names: list[str]) -> dict[str, float]:
             num = float(val)
         except ValueError:
             raise ConfigError(f"--budget {item!r}: expected MEVENTS or DATA=MEVENTS (a number)") from None
-        if not num > 0:
-            raise ConfigError(f"--budget {item!r}: the budget must be > 0")
+        if not (num > 0 and math.isfinite(num)):
+            raise ConfigError(f"--budget {item!r}: the budget must be a finite number > 0 (millions of events)")
         if key and key not in DATASETS:
             raise ConfigError(f"--budget {item!r}: unknown data set {key!r}; valid: {', '.join(DATASETS)}")
+        if key and key not in names:
+            raise ConfigError(f"--budget {item!r}: data set {key} is not being scored (--data {' --data '.join(names)})")
         for n in ([key] if key else names):
             out[n] = num
     return out
+
+
+def check_accuracy_args(args, names: list[str]) -> dict[str, float]:
+    """The flags of ``wsim accuracy``, checked before anything runs (one ConfigError line each):
+    ``--budget`` only with ``--quick``, ``--jobs`` >= 0, ``--gemm-model`` an existing folder and only
+    with the b200 data, ``--out`` a folder that can be written. Returns the budgets (:func:`_budgets`)."""
+    from simulator.engine.out_path import check_output_dir
+    from simulator.errors import ConfigError
+    if args.budget and not args.quick:
+        raise ConfigError(f"--budget {args.budget[0]}: applies to --quick (without it every row is scored)")
+    if args.jobs < 0:
+        raise ConfigError(f"--jobs {args.jobs}: must be >= 0 (0 = every core)")
+    if args.gemm_model is not None:
+        if "b200" not in names:
+            raise ConfigError(f"--gemm-model {args.gemm_model}: applies to the b200 data set, which is not being "
+                              f"scored (--data {' --data '.join(names)})")
+        if not Path(args.gemm_model).is_dir():
+            raise ConfigError(f"--gemm-model {args.gemm_model!r}: no such directory (a checkout of hbarclay/gemm-model)")
+    if args.out:
+        check_output_dir(args.out, "--out")
+    return _budgets(args.budget, names)
+
+
+def check_data_found(datasets: list[DataSet]) -> None:
+    """Refuse a run in which no data set asked for has rows (each one's data missing): nothing to score."""
+    from simulator.errors import ConfigError
+    if datasets and not any(ds.rows for ds in datasets):
+        raise ConfigError("no data set asked for can be scored: " + "; ".join(
+            f"{ds.name}: {ds.skipped[0] if ds.skipped else 'no rows'}" for ds in datasets))
 
 
 def run_accuracy(args) -> int:
@@ -824,11 +856,12 @@ def run_accuracy(args) -> int:
         print(f"wsim accuracy: {msg}", file=sys.stderr, flush=True)
 
     names = args.data or list(DATASETS)
-    budgets = _budgets(args.budget, names)
+    budgets = check_accuracy_args(args, names)
+    datasets = [DATASETS[name](args.gemm_model if name == "b200" else None) for name in names]
+    check_data_found(datasets)
     cache = SimCache(enabled=not args.no_cache)
     results = []
-    for name in names:
-        ds = DATASETS[name](args.gemm_model if name == "b200" else None)
+    for name, ds in zip(names, datasets, strict=True):
         rows = ds.rows
         subset = f"all {len(rows)}"
         if args.quick and rows:
@@ -862,7 +895,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(["accuracy", *argv])
     args.command_line = "python -m validation.accuracy " + " ".join(argv)
-    return run_accuracy(args)
+    from simulator.views.run_args import run_command
+    return run_command(run_accuracy, args, prog="python -m validation.accuracy")
 
 
 if __name__ == "__main__":
