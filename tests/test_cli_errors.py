@@ -672,3 +672,19 @@ def test_campaign_dry_run_without_compile_says_nothing_was_compiled(tmp_path, ca
     assert not re.search(r"compiled \d+ kernels", out)
     res = json.loads((tmp_path / "cd12" / "campaign.dry_run.json").read_text())
     assert res["compile_s"] == {}         # no compile times recorded for kernels that were not compiled
+
+
+def test_a_result_file_cut_inside_its_last_row_is_refused(tmp_path, capsys):
+    """A sweep result file cut short (a copy interrupted, a full disk) loses the last row's cells:
+    re-running it is an error naming the row, not a config whose lost fields take their defaults."""
+    full = tmp_path / "s.csv"
+    rc, _, err = _run(["sweep", "--grid", "mma_tile_n=128,256", *SET256, "--no-progress", "--workers", "1",
+                       "--out", str(full)], capsys)
+    assert rc == 0, err
+    text = full.read_text()
+    last = text.rstrip("\n").rsplit("\n", 1)[1]
+    cut = tmp_path / "cut.csv"
+    cut.write_text(text[: len(text) - len(last) - 1 + len(last) // 3])   # a third of the last row is left
+    rc, out, err = _run(["sweep", "--configs", str(cut), "--no-progress"], capsys)
+    assert rc == 2 and out == ""
+    assert re.search(r"cut\.csv:3: \d+ of \d+ cells \(the row ends after '\w+'; a file cut short\?\)", err), err
