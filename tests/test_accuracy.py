@@ -323,10 +323,10 @@ def test_a_failed_simulation_leaves_the_row_out_of_every_score(tmp_path, monkeyp
 
 # ------------------------------------------------------------------------------- the command
 @pytest.mark.parametrize("argv, message", [
-    (["--budget", "5"], "only applies with --quick"),
+    (["--budget", "5"], "--budget 5: applies to --quick"),
     (["--quick", "--data", "h200", "--budget", "b200=5"], "not being scored"),
     (["--quick", "--budget", "inf"], "finite number > 0"),
-    (["--quick", "--jobs", "-1"], "--jobs -1: must be >= 0"),
+    (["--quick", "--jobs", "-1"], "--jobs -1: must be >= 0 (0 = every core)"),
     (["--data", "b200", "--gemm-model", "/nonexistent/dir"], "no such directory"),
     (["--data", "b200", "--gemm-model", "/nonexistent/dir"], "/nonexistent/dir"),
 ])
@@ -341,15 +341,15 @@ def test_accuracy_out_is_checked_before_the_run(tmp_path, capsys):
     f = tmp_path / "afile"
     f.write_text("x")
     assert main(["--quick", "--out", str(f)]) == 2
-    assert "exists and is not a directory" in capsys.readouterr().err
+    assert "is a file, not a directory" in capsys.readouterr().err
     assert main(["--quick", "--out", str(f / "sub")]) == 2
-    assert "is not a directory" in capsys.readouterr().err
+    assert "is a file, not a directory" in capsys.readouterr().err
 
 
 def test_accuracy_fails_when_the_only_data_set_asked_for_cannot_run(tmp_path, capsys):
     from validation.accuracy import main
     assert main(["--quick", "--data", "b200", "--gemm-model", str(tmp_path)]) == 2
-    assert "no data set could be scored" in capsys.readouterr().err
+    assert "no data set asked for can be scored" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- what ships is what is scored

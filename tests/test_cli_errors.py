@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -23,6 +24,12 @@ from simulator.kernels.sm100_config import Sm100GemmConfig
 from wsim.cli import main
 
 SMALL = ["--m", "512", "--n", "512", "--k", "256"]
+S256 = ["--m", "256", "--n", "256", "--k", "256"]
+M256 = S256
+SET256 = ["--set", "m=256", "--set", "n=256", "--set", "k=256"]
+#: Rows whose command must stop before it runs anything (no table, no report on stdout).
+NOTHING_RUN = {"i15-tune-out-no-parent", "i15-tune-out-is-dir", "i15-accuracy-out-is-file",
+               "i15-sweep-out-is-dir", "i15-accuracy-b200-no-data", "i15-accuracy-budget-no-quick"}
 TOML = {
     "malformed.toml": "[config\nm = 5\n",
     "cfg5.toml": "config = 5\n",
@@ -90,6 +97,20 @@ def files(tmp_path_factory) -> Path:
     kinds[0] = "teleport"
     np.savez(d / "badkind.npz", **{**cols, "kind": kinds}, meta=np.asarray(json.dumps(res.trace.meta)))
     shutil.copy(d / "good.npz", d / "simulated.npz")
+    # issue 15's inputs
+    (d / "binary.csv").write_bytes(bytes(range(256)) * 4)
+    (d / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (d / "sim_deep.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (d / "sim_arch_bigint.toml").write_text("[arch]\nl2_bytes = 1000000000000000000000000000000\n")
+    (d / "dupcol.csv").write_text("m,n,k,m\n256,256,256,512\n")
+    (d / "short.csv").write_text("m,n,k,mma_tile_n\n256,256,256,128\n512,512\n")
+    (d / "trunc_cfg.csv").write_text("m,n,k,mma_tile_n\n256,256,256,128\n512,512,25")   # cut inside its last row
+    (d / "bom.csv").write_text("m,n,k\n256,256,256\n", encoding="utf-8-sig")            # Excel's CSV
+    (d / "exist.csv").write_text("x\n")
+    (d / "afile").write_text("x\n")
+    (d / "dj.json").mkdir()
+    (d / "d.csv").mkdir()
+    (d / "empty_gm").mkdir()            # a gemm-model folder without its data
     return d
 
 
@@ -293,6 +314,103 @@ CASES = [
     ("validate-plot-txt", ["validate", "--plot", "{d}/v.txt"], 2, "plots are written as .png, .svg, .pdf"),
     ("validate-sms-999", ["validate", "--sms", "999", "--plot", "{d}/v.png"], 2,
      "--sms 999: SM 999 is not in the trace"),
+    # -- issue 15's audit: tracebacks and hangs
+    ("i15-sweep-binary-csv", ["sweep", "--configs", "{d}/binary.csv", "--no-progress"], 2,
+     "binary.csv: not a CSV file (not UTF-8 text)"),
+    ("i15-sweep-deep-json", ["sweep", "--configs", "{d}/deep.json", "--no-progress"], 2,
+     "deep.json: not a config list (JSON nested too deeply to read)"),
+    ("i15-accuracy-budget-inf", ["accuracy", "--no-cache", "--data", "h200", "--quick", "--budget", "inf"], 2,
+     "--budget 'inf': the budget must be a finite number > 0"),
+    ("i15-validate-sms-huge", ["validate", "--plot", "{d}/v.png", "--sms", "0-999999999999"], 2,
+     "--sms '0-999999999999': SM 999999999999 is not an SM of any GPU"),
+    ("i15-plot-window-inf", ["plot", "{d}/good.npz", "--what", "timeline", "--window", "0:1e400", "-o", "{d}/o.png"],
+     2, "--window '0:1e400': '1e400' is not a finite time"),
+    ("i15-plot-sms-huge", ["plot", "{d}/good.npz", "--what", "timeline", "--sms", "0-999999999999", "-o", "{d}/o.png"],
+     2, "SM 999999999999 is not an SM of any GPU"),
+    ("i15-trace-sms-huge", ["simulate", *S256, "--trace", "{d}/tr.npz", "--trace-sms", "0-999999999999"], 2,
+     "--trace-sms '0-999999999999': SM 999999999999 is not an SM of any GPU"),
+    ("i15-l2-bytes-1e30", ["simulate", *S256, "--arch-set", "l2_bytes=1000000000000000000000000000000"], 2,
+     "l2_bytes=1000000000000000000000000000000 (--arch-set): at most 2^31 - 1"),
+    ("i15-smem-1e30", ["simulate", *S256, "--arch-set", "smem_bytes_per_cta=1000000000000000000000000000000"], 2,
+     "smem_bytes_per_cta=1000000000000000000000000000000 (--arch-set): at most 2^31 - 1"),
+    ("i15-toml-deep", ["simulate", "--config", "{d}/sim_deep.toml"], 2,
+     "sim_deep.toml: not a config file (TOML nested too deeply to read)"),
+    ("i15-toml-arch-bigint", ["simulate", "--config", "{d}/sim_arch_bigint.toml"], 2,
+     "l2_bytes=1000000000000000000000000000000 ([arch] in"),
+    ("i15-tune-m-int32-max", ["tune", "--m", "2147483647", "--n", "8", "--k", "8", "--no-progress"], 2,
+     "no candidate of M=2147483647 N=8 K=8 could be simulated: e.g. rank 1: max_events=50,000,000: this run "
+     "needs about"),
+    ("i15-gpc-1e30", ["simulate", *S256, "--arch-set", "gpc_count=1000000000000000000000000000000"], 2,
+     "gpc_count=1000000000000000000000000000000 (--arch-set): at most 2^31 - 1"),
+    # -- issue 15: silent wrong answers
+    ("i15-sweep-grid-twice", ["sweep", "--grid", "m=256,512", "--grid", "m=1024", "--set", "n=256", "--set", "k=256",
+                              "--no-progress"], 2, "--grid m=1024 and --grid m=256,512 both set m: give each field once"),
+    ("i15-sweep-grid-twice-kernel-field", ["sweep", "--grid", "mma_tile_n=64,128", "--grid", "mma_tile_n=256",
+                                           *SET256, "--no-progress"], 2,
+     "--grid mma_tile_n=256 and --grid mma_tile_n=64,128 both set mma_tile_n"),
+    ("i15-sweep-set-over-grid", ["sweep", "--grid", "m=256,512", "--set", "m=1024", "--set", "n=256", "--set",
+                                 "k=256", "--no-progress"], 2, "--set m=1024 and --grid m=256,512 both set m"),
+    ("i15-sweep-set-empty", ["sweep", "--set", "m=", "--set", "n=256", "--set", "k=256", "--no-progress"], 2,
+     "m='' (--set m): empty value"),
+    ("i15-sweep-set-none", ["sweep", "--set", "m=none", "--set", "n=256", "--set", "k=256", "--no-progress"], 2,
+     "m='none' (--set m): m has no 'none' value (its default is 8192)"),
+    ("i15-sweep-dup-column", ["sweep", "--configs", "{d}/dupcol.csv", "--no-progress"], 2,
+     "dupcol.csv:1: column 'm' appears twice in the header (columns 1 and 4)"),
+    ("i15-sweep-short-row", ["sweep", "--configs", "{d}/short.csv", "--no-progress"], 2,
+     "short.csv:3: 2 of 4 cells"),
+    ("i15-sweep-truncated-file", ["sweep", "--configs", "{d}/trunc_cfg.csv", "--no-progress"], 2,
+     "trunc_cfg.csv:3: 3 of 4 cells (the row ends after 'k'; a file cut short?)"),
+    ("i15-accuracy-budget-no-quick", ["accuracy", "--no-cache", "--data", "h200", "--budget", "1"], 2,
+     "--budget 1: applies to --quick"),
+    ("i15-accuracy-budget-other-data", ["accuracy", "--no-cache", "--data", "h200", "--quick", "--budget", "b200=1"],
+     2, "--budget 'b200=1': data set b200 is not being scored (--data h200)"),
+    ("i15-accuracy-jobs-negative", ["accuracy", "--no-cache", "--data", "h200", "--quick", "--budget", "1",
+                                    "--jobs", "-1"], 2, "--jobs -1: must be >= 0 (0 = every core)"),
+    ("i15-trace-sms-empty", ["simulate", *S256, "--trace", "{d}/tr.npz", "--trace-sms", ""], 2,
+     "--trace-sms '': no SMs given"),
+    ("i15-validate-sms-empty", ["validate", "--plot", "{d}/v.png", "--sms", ""], 2, "--sms '': no SMs given"),
+    ("i15-plot-sms-empty", ["plot", "{d}/good.npz", "--what", "timeline", "--sms", "", "-o", "{d}/o.png"], 2,
+     "--sms '': no SMs given"),
+    ("i15-tmem-bandwidth-0", ["simulate", *S256, "--arch-set", "tmem_load_bytes_per_clk=0"], 2,
+     "tmem_load_bytes_per_clk=0 (--arch-set): a bandwidth of 0 marks a feature the arch lacks (the model then "
+     "applies no limit), but B200 has it (512 B/clk/SM)"),
+    ("i15-tma-bandwidth-0", ["simulate", *S256, "--arch-set", "tma_load_bytes_per_clk_per_sm=0"], 2,
+     "tma_load_bytes_per_clk_per_sm=0 (--arch-set): a bandwidth of 0 marks a feature the arch lacks"),
+    ("i15-h200-tma-bandwidth-0", ["simulate", "--arch", "h200", *S256, "--arch-set",
+                                  "tma_load_bytes_per_clk_per_sm=0"], 2, "but H200 has it (106.3 B/clk/SM)"),
+    ("i15-h200-tmem-bandwidth-0", ["simulate", "--arch", "h200", *S256, "--arch-set", "tmem_load_bytes_per_clk=0"],
+     0, "predicted time"),       # the H200 has no TMEM: 0 is its own value
+    ("i15-gpc-1000", ["simulate", *S256, "--arch-set", "gpc_count=1000"], 2,
+     "gpc_count=1000 (--arch-set): more GPCs than the 74 TPC(s) of B200's 148 SMs"),
+    # -- issue 15: misleading messages
+    ("i15-sweep-out-slash", ["sweep", *SET256, "--no-progress", "--out", "{d}/new.csv/"], 2,
+     "new.csv/': is a directory; give a file name"),
+    ("i15-sweep-out-no-parent", ["sweep", *SET256, "--no-progress", "--out", "/nonexistent/x.csv"], 2,
+     "--out '/nonexistent/x.csv': directory '/nonexistent' does not exist"),
+    ("i15-sweep-out-under-a-file", ["sweep", *SET256, "--no-progress", "--out", "{d}/exist.csv/x.csv"], 2,
+     "exist.csv/x.csv': '"),
+    ("i15-sweep-bom", ["sweep", "--configs", "{d}/bom.csv", "--no-progress", "--workers", "1"], 0,
+     "wsim sweep: 1 config(s) on B200"),
+    ("i15-sweep-arch-set-name", ["sweep", *SET256, "--no-progress", "--arch-set", "name=h200"], 2,
+     "--arch-set name=h200: the architecture is chosen with --arch, not overridden"),
+    ("i15-tune-65536", ["tune", "--m", "65536", "--n", "65536", "--k", "65536", "--no-progress"], 2,
+     "no candidate of M=65536 N=65536 K=65536 could be simulated: e.g. rank 1: max_events=50,000,000"),
+    ("i15-tune-max-events-10", ["tune", *M256, "--max-events", "10", "--no-progress"], 2,
+     "could be simulated: e.g. rank 1: max_events=10: this run needs about"),
+    ("i15-accuracy-b200-no-data", ["accuracy", "--no-cache", "--data", "b200", "--quick", "--gemm-model",
+                                   "{d}/empty_gm"], 2,
+     "no data set asked for can be scored: b200: gemm-model data not found"),
+    ("i15-accuracy-gemm-model-missing", ["accuracy", "--no-cache", "--data", "b200", "--quick", "--gemm-model",
+                                         "/nonexistent"], 2, "--gemm-model '/nonexistent': no such directory"),
+    # -- issue 15: output that was lost (checked before the run now)
+    ("i15-sweep-out-is-dir", ["sweep", *SET256, "--no-progress", "--out", "{d}/d.csv"], 2,
+     "d.csv': is a directory; give a file name"),
+    ("i15-tune-out-no-parent", ["tune", *M256, "--no-progress", "--out", "/nonexistent/t.json"], 2,
+     "--out '/nonexistent/t.json': directory '/nonexistent' does not exist"),
+    ("i15-tune-out-is-dir", ["tune", *M256, "--no-progress", "--out", "{d}/dj.json"], 2,
+     "dj.json': is a directory; give a file name"),
+    ("i15-accuracy-out-is-file", ["accuracy", "--no-cache", "--data", "h200", "--quick", "--budget", "1", "--out",
+                                  "{d}/afile"], 2, "afile': is a file, not a directory"),
     # -- the command line itself
     ("unknown-command", ["nope"], 2, "invalid choice: 'nope'"),
     ("unknown-flag", ["simulate", "--bogus"], 2, "unrecognized arguments: --bogus"),
@@ -308,10 +426,13 @@ def _run(argv: list[str], capsys) -> tuple[int, str, str]:
     return rc, out.out, out.err
 
 
-@pytest.mark.parametrize("argv,code,needle", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input_table(argv, code, needle, files, capsys):
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_table(case, files, capsys):
+    name, argv, code, needle = case
     argv = [a.replace("{d}", str(files)) for a in argv]
     rc, out, err = _run(argv, capsys)
+    if name in NOTHING_RUN:
+        assert out == "", out[-500:]
     assert "Traceback" not in out + err and "internal error" not in err, err
     assert rc == code, (rc, err[-500:])
     if code == 2:
@@ -436,3 +557,134 @@ def test_readme_toml_example_runs_as_quoted(tmp_path, capsys):
     got = next((ln.strip() for ln in out.splitlines() if ln.startswith("predicted time")), "")
     assert got == quoted, (f"README.md quotes {quoted!r} for its TOML example but the run prints {got!r}: "
                            "if the model changed on purpose, update the README's quoted line")
+
+
+def test_table_covers_issue15_list():
+    """Every command line of issue 15's audit list has its row above (by id)."""
+    ids = {c[0] for c in CASES}
+    issue = {"i15-sweep-binary-csv", "i15-sweep-deep-json", "i15-accuracy-budget-inf", "i15-validate-sms-huge",
+             "i15-plot-window-inf", "i15-plot-sms-huge", "i15-trace-sms-huge", "i15-l2-bytes-1e30", "i15-smem-1e30",
+             "i15-toml-deep", "i15-toml-arch-bigint", "i15-tune-m-int32-max", "i15-gpc-1e30", "i15-sweep-grid-twice",
+             "i15-sweep-grid-twice-kernel-field", "i15-sweep-set-over-grid", "i15-sweep-set-empty",
+             "i15-sweep-set-none", "i15-sweep-dup-column", "i15-sweep-short-row", "i15-sweep-truncated-file",
+             "i15-accuracy-budget-no-quick", "i15-accuracy-budget-other-data", "i15-accuracy-jobs-negative",
+             "i15-plot-sms-empty", "i15-tmem-bandwidth-0", "i15-tma-bandwidth-0", "i15-h200-tma-bandwidth-0",
+             "i15-gpc-1000", "i15-sweep-out-slash", "i15-sweep-out-no-parent", "i15-sweep-out-under-a-file",
+             "i15-sweep-bom", "i15-sweep-arch-set-name", "i15-tune-65536", "i15-tune-max-events-10",
+             "i15-accuracy-b200-no-data", "i15-accuracy-gemm-model-missing", "i15-sweep-out-is-dir",
+             "i15-tune-out-no-parent", "i15-tune-out-is-dir", "i15-accuracy-out-is-file"}
+    assert issue <= ids, issue - ids
+
+
+def test_a_sweep_whose_out_fails_leaves_nothing_behind(tmp_path, capsys):
+    """``--out`` is checked before the run: a folder named d.csv is refused, and no d.constants.json
+    (the sidecar) is left beside it."""
+    (tmp_path / "d.csv").mkdir()
+    rc, out, err = _run(["sweep", *SET256, "--no-progress", "--out", str(tmp_path / "d.csv")], capsys)
+    assert rc == 2 and "d.csv': is a directory" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["sweep", *SET256, "--no-progress", "--out", "{ro}/x.csv"], "--out '{ro}/x.csv': directory '{ro}' is not writable"),
+    (["tune", *M256, "--no-progress", "--out", "{ro}/t.csv"], "--out '{ro}/t.csv': directory '{ro}' is not writable"),
+    (["accuracy", "--no-cache", "--data", "h200", "--quick", "--budget", "1", "--out", "{ro}/acc"],
+     "--out '{ro}/acc': directory '{ro}' is not writable"),
+])
+def test_unwritable_out_is_refused_before_the_run(argv, needle, tmp_path, monkeypatch, capsys):
+    """A read-only folder (access(2) says no; the test patches it, since root may write anywhere):
+    the path given is named, and nothing has run."""
+    import simulator.engine.out_path as out_path
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real = os.access
+    monkeypatch.setattr(out_path.os, "access", lambda p, mode: False if Path(p) == ro else real(p, mode))
+    rc, out, err = _run([a.replace("{ro}", str(ro)) for a in argv], capsys)
+    assert rc == 2 and out == "", (rc, out[-300:])
+    assert err.strip() == f"wsim: error: {needle.replace('{ro}', str(ro))}"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only folder")
+def test_read_only_folder_for_real(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    rc, _, err = _run(["sweep", *SET256, "--no-progress", "--out", str(ro / "x.csv")], capsys)
+    assert rc == 2 and "is not writable" in err
+
+
+# -- python -m validation.campaign: its CPU paths (issue 15)
+CAMPAIGN_CASES = [
+    ("out-is-file", ["--dry-run", "--out", "{d}/afile"], 2, "--out '{d}/afile': is a file, not a directory"),
+    ("publish-missing", ["--publish", "{d}/nonexistent", "--dest", "{d}/pubdest"], 2,
+     "{d}/nonexistent: no such directory: give the --out folder of a finished campaign"),
+    ("publish-not-a-run", ["--publish", "{d}", "--dest", "{d}/pubdest"], 2, "no campaign.json"),
+    ("dry-run-and-publish", ["--dry-run", "--publish", "{d}/nonexistent", "--dest", "{d}/pubdest"], 2,
+     "--dry-run and --publish: --publish writes a finished run (RUN_DIR) into --dest"),
+    ("time-limit-nan", ["--dry-run", "--time-limit", "nan", "--quick", "--out", "{d}/cd6"], 2,
+     "--time-limit nan: must be a finite number of seconds > 0"),
+    ("time-limit-negative", ["--dry-run", "--time-limit", "-5", "--quick", "--out", "{d}/cd6"], 2,
+     "--time-limit -5.0: must be a finite number"),
+    ("repeat-without-publish", ["--dry-run", "--quick", "--repeat", "foo", "--out", "{d}/cd9"], 2,
+     "--repeat: applies to --publish RUN_DIR"),
+    ("dest-without-publish", ["--dry-run", "--quick", "--dest", "foo", "--out", "{d}/cd10"], 2,
+     "--dest: applies to --publish RUN_DIR"),
+    ("compile-without-dry-run", ["--compile", "--quick", "--out", "{d}/cd13"], 2, "--compile: applies to --dry-run"),
+    ("phases-unknown", ["--dry-run", "--phases", "launch,nope", "--out", "{d}/cd14"], 2,
+     "--phases 'launch,nope': unknown nope"),
+]
+
+
+@pytest.mark.parametrize("argv,code,needle", [c[1:] for c in CAMPAIGN_CASES], ids=[c[0] for c in CAMPAIGN_CASES])
+def test_campaign_bad_input_table(argv, code, needle, tmp_path, capsys):
+    from validation.campaign import main as campaign_main
+
+    (tmp_path / "afile").write_text("x\n")
+    argv = [a.replace("{d}", str(tmp_path)) for a in argv]
+    rc = campaign_main(argv)
+    out, err = capsys.readouterr()
+    assert rc == code and out == "", (rc, out[-300:], err)
+    (line,) = err.strip().splitlines()
+    assert line.startswith("python -m validation.campaign: error: ") and needle.replace("{d}", str(tmp_path)) in line
+    assert not (tmp_path / "cd6").exists() and not (tmp_path / "pubdest").exists()
+
+
+def test_campaign_compile_without_the_dsl_is_one_line(tmp_path, capsys):
+    import importlib.util
+
+    from validation.campaign import main as campaign_main
+
+    if importlib.util.find_spec("cutlass") is not None:
+        pytest.skip("the CuTe DSL is installed here: --dry-run --compile compiles")
+    rc = campaign_main(["--dry-run", "--compile", "--quick", "--out", str(tmp_path / "cd11")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err == ("python -m validation.campaign: error: --compile: needs the CuTe DSL (the cutlass "
+                               "module of nvidia-cutlass-dsl), which is not installed here")
+
+
+def test_campaign_dry_run_without_compile_says_nothing_was_compiled(tmp_path, capsys):
+    from validation.campaign import main as campaign_main
+
+    assert campaign_main(["--dry-run", "--quick", "--phases", "launch", "--out", str(tmp_path / "cd12")]) == 0
+    out = capsys.readouterr().out
+    assert "compiled no kernel (18 planned; a dry run compiles only with --compile)" in out
+    assert not re.search(r"compiled \d+ kernels", out)
+    res = json.loads((tmp_path / "cd12" / "campaign.dry_run.json").read_text())
+    assert res["compile_s"] == {}         # no compile times recorded for kernels that were not compiled
+
+
+def test_a_result_file_cut_inside_its_last_row_is_refused(tmp_path, capsys):
+    """A sweep result file cut short (a copy interrupted, a full disk) loses the last row's cells:
+    re-running it is an error naming the row, not a config whose lost fields take their defaults."""
+    full = tmp_path / "s.csv"
+    rc, _, err = _run(["sweep", "--grid", "mma_tile_n=128,256", *SET256, "--no-progress", "--workers", "1",
+                       "--out", str(full)], capsys)
+    assert rc == 0, err
+    text = full.read_text()
+    last = text.rstrip("\n").rsplit("\n", 1)[1]
+    cut = tmp_path / "cut.csv"
+    cut.write_text(text[: len(text) - len(last) - 1 + len(last) // 3])   # a third of the last row is left
+    rc, out, err = _run(["sweep", "--configs", str(cut), "--no-progress"], capsys)
+    assert rc == 2 and out == ""
+    assert re.search(r"cut\.csv:3: \d+ of \d+ cells \(the row ends after '\w+'; a file cut short\?\)", err), err

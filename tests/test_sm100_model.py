@@ -22,9 +22,10 @@ def _events(trace, role):
 def test_tiny_case_exact_protocol_order():
     """One CTA, one 128x64 tile, 3 K-blocks through 2 mainloop stages, 2 epilogue subtiles.
 
-    The SM's TMA ingress limit is switched off (0) so that the order below depends only on the
-    protocol and the DRAM latency, not on the fitted ingress rate."""
-    arch = ArchSpec.b200().with_overrides({"tma_load_bytes_per_clk_per_sm": 0}, origin="protocol-order test")
+    The SM's TMA ingress rate is set to the SMEM rate (128 B/clk), at which it never binds here (each
+    K-block's DRAM latency is longer), so that the order below depends only on the protocol and the
+    DRAM latency, not on the fitted ingress rate. (An override of 0 is refused: B200 has the limit.)"""
+    arch = ArchSpec.b200().with_overrides({"tma_load_bytes_per_clk_per_sm": 128}, origin="protocol-order test")
     r = simulate(Sm100GemmConfig(**TINY), arch, trace=True)
     assert r.ok
     tr = r.trace

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import signal
@@ -67,7 +68,7 @@ def test_can_implement_failure_and_event_budget_become_error_rows():
     assert limited[1].ok
 
 
-def test_writer_keeps_input_order_and_flushes(tmp_path):
+def test_writer_flushes_each_row_and_ends_in_input_order(tmp_path):
     cfgs = [Sm100GemmConfig(), Sm90GemmConfig()]
     path = tmp_path / "rows.csv"
     w = RowWriter(str(path), columns_for(cfgs))
@@ -75,14 +76,17 @@ def test_writer_keeps_input_order_and_flushes(tmp_path):
     def row(i):
         return Row(index=i, config={"m": i}, arch="B200", time_us=float(i))
 
-    w.add(row(1))                                  # held back: row 0 is not done
-    assert path.read_text().count("\n") == 1       # the header only, already on disk
-    w.add(row(0))
-    assert path.read_text().count("\n") == 3       # rows 0 and 1 written and flushed
+    def on_disk():
+        return [r["index"] for r in csv.DictReader(path.open())]
+
+    w.add(row(1))                                  # on disk at once, though row 0 is not done
+    assert on_disk() == ["1"]
     w.add(row(3))
-    w.close()                                      # the held-back row 3 is written at close
-    got = list(csv.DictReader(path.open()))
-    assert [r["index"] for r in got] == ["0", "1", "3"]
+    w.add(row(0))
+    assert on_disk() == ["1", "3", "0"]            # every finished row is on disk, with its index
+    w.close()                                      # and the closed file is in input order
+    assert on_disk() == ["0", "1", "3"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]   # no temporary file left
     header = path.read_text().splitlines()[0].split(",")
     assert header[:3] == ["index", "arch", "m"] and "tile_n" in header and "mma_tile_n" in header
     for suffix in (".json", ".jsonl"):
@@ -247,7 +251,7 @@ def test_cli_says_when_the_core_runs_as_pure_python():
     (["--backend", "mpi"], "--backend='mpi': unknown; valid: process, serial, ray"),
     (["--out", "x.txt", "--set", "m=128"], "unknown format '.txt'"),
     (["--arch", "a100"], "a100"),
-    (["--arch-set", "clock_ghz=fast", "--set", "m=128"], "--arch-set clock_ghz='fast': must be a number"),
+    (["--arch-set", "clock_ghz=fast", "--set", "m=128"], "--arch-set clock_ghz='fast': expected a number"),
 ])
 def test_cli_sweep_bad_input_is_one_line_exit_2(args, message):
     p = _wsim("sweep", *args)
@@ -283,6 +287,37 @@ def test_ctrl_c_keeps_finished_rows(tmp_path):
     assert all(r["status"] == "ok" and float(r["time_us"]) > 0 for r in rows)
     assert out.read_text().endswith("\n")
     assert not os.path.exists(str(out) + ".tmp")
+
+
+def test_sigterm_keeps_finished_rows_written_as_they_finished(tmp_path):
+    """SIGTERM is handled as Ctrl-C (exit 143, every finished row written, the file in input order),
+    and rows reach the file as they finish: the small configs are on disk while the costly first one
+    (started first) is still running."""
+    out = tmp_path / "sigt.csv"
+    lst = tmp_path / "list.csv"
+    lst.write_text("m,n,k\n8192,8192,32768\n" + "256,256,256\n" * 12)
+    p = subprocess.Popen([sys.executable, "-m", "simulator.views.cli", "sweep", "--configs", str(lst), "--workers", "2",
+                          "--out", str(out), "--no-progress"], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    seen: list[int] = []
+    while time.time() < deadline and p.poll() is None:
+        if out.exists():
+            seen = [int(r["index"]) for r in csv.DictReader(io.StringIO(out.read_text())) if r.get("wall_s")]
+            if len(seen) >= 3:
+                break
+        time.sleep(0.05)
+    assert p.poll() is None, "the sweep finished before it could be stopped"
+    assert len(seen) >= 3 and 0 not in seen, seen      # on disk, though row 0 has not finished
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    assert "terminated" in err and str(out) in err
+    rows = list(csv.DictReader(out.open()))
+    idx = [int(r["index"]) for r in rows]
+    assert set(seen) <= set(idx) and idx == sorted(idx) and 0 not in idx
+    assert all(r["status"] == "ok" for r in rows)
+    assert out.read_text().endswith("\n") and not os.path.exists(str(out) + ".tmp")
 
 
 def test_ray_backend_same_rows():

@@ -156,7 +156,7 @@ def test_cli_tune(tmp_path):
     (["--m", "64", "--n", "64", "--k", "64", "--space", "hw"], "space=hw: the hardware twin is an SM90 kernel"),
     (["--m", "64", "--n", "64", "--k", "64", "--space", "all"], "--space='all': unknown"),
     (["--m", "64", "--n", "64", "--k", "64", "--dtype", "int4"], "dtype='int4': unknown data type"),
-    (["--m", "64", "--n", "64", "--k", "64", "--out", "t.xlsx"], "--out t.xlsx: unknown format"),
+    (["--m", "64", "--n", "64", "--k", "64", "--out", "t.xlsx"], "--out 't.xlsx': unknown format '.xlsx'"),
     (["--m", "64", "--n", "64", "--k", "60", "--no-progress"], "no candidate of space full can run this problem"),
 ])
 def test_cli_tune_bad_input_is_one_line_exit_2(args, message):

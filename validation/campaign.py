@@ -53,6 +53,7 @@ from pathlib import Path
 from hw_kernels import records as R
 from hw_kernels.host import KernelConfig
 from hw_kernels.rules import can_implement, config_problems
+from simulator.engine.out_path import check_output_dir
 from simulator.kernels.space import hw_space
 
 RESULT = "campaign.json"
@@ -311,9 +312,9 @@ class DryGpu:
                         self._kernels[key] = compile_sm90(key[0], dtype, device="cpu")
                     finally:
                         os.chdir(cwd)
+                self.compile_s[f"{key[0].name()}_{dtype}"] = round(time.time() - t0, 2)
             else:
-                self._kernels[key] = key
-            self.compile_s[f"{key[0].name()}_{dtype}"] = round(time.time() - t0, 2)
+                self._kernels[key] = key      # planned, not compiled: no compile time to record
         return self._kernels[key]
 
     def inputs(self, m, n, k, dtype, seed):
@@ -672,7 +673,11 @@ class Campaign:
                 if self.left() < 60:
                     break
                 self.gpu.kernel(kc, dt)
-        self.log(f"compiled {len(self.gpu.compile_s)} kernels")
+        if getattr(self.gpu, "compile_kernels", True):
+            self.log(f"compiled {len(self.gpu.compile_s)} kernels")
+        else:
+            self.log(f"compiled no kernel ({sum(len(v) for v in keys.values())} planned; a dry run compiles "
+                     "only with --compile)")
         self.save()
         if "launch" in phases:
             self.phase_launch(p["launch"])
@@ -750,7 +755,10 @@ def _without_out(command: str) -> list[str]:
 
 def _load_run(run_dir, allow_dry_run: bool) -> dict:
     measured, dry = Path(run_dir) / RESULT, Path(run_dir) / DRY_RUN_RESULT
-    res = json.loads((measured if measured.exists() or not dry.exists() else dry).read_text())
+    if not (measured.exists() or dry.exists()):
+        what = "no such directory" if not Path(run_dir).is_dir() else f"no {RESULT} (or {DRY_RUN_RESULT}) in it"
+        raise CampaignArgError(f"{run_dir!s}: {what}: give the --out folder of a finished campaign")
+    res = json.loads((measured if measured.exists() else dry).read_text())
     if res["env"].get("dry_run") and not allow_dry_run:
         raise SystemExit(f"{run_dir}: a --dry-run campaign (synthetic timings) is never published")
     return res
@@ -900,7 +908,45 @@ def _repeat_markdown(pub: dict, rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
+class CampaignArgError(ValueError):
+    """A bad command line or input folder: one line on stderr, exit 2."""
+
+
+def check_args(a) -> None:
+    """The flags of a campaign command line that only apply together, and values that cannot run:
+    raises :class:`CampaignArgError` naming the flag and the rule."""
+    import importlib.util
+
+    if not (math.isfinite(a.time_limit) and a.time_limit > 0):
+        raise CampaignArgError(f"--time-limit {a.time_limit}: must be a finite number of seconds > 0")
+    if a.publish:
+        if a.dry_run:
+            raise CampaignArgError("--dry-run and --publish: --publish writes a finished run (RUN_DIR) into --dest, "
+                                   "--dry-run makes a new one; give one of them")
+        check_output_dir(a.dest or "validation/results", "--dest")
+        return
+    for flag, given in (("--dest", a.dest is not None), ("--repeat", a.repeat is not None),
+                        ("--launches-npz", a.launches_npz)):
+        if given:
+            raise CampaignArgError(f"{flag}: applies to --publish RUN_DIR (writing a finished run), not to a run")
+    if a.compile:
+        if not a.dry_run:
+            raise CampaignArgError("--compile: applies to --dry-run (a GPU run compiles every kernel anyway)")
+        if importlib.util.find_spec("cutlass") is None:
+            raise CampaignArgError("--compile: needs the CuTe DSL (the cutlass module of nvidia-cutlass-dsl), "
+                                   "which is not installed here")
+
+
 def main(argv=None) -> int:
+    from simulator.errors import ConfigError
+    try:
+        return _main(argv)
+    except (CampaignArgError, ConfigError) as e:
+        print(f"python -m validation.campaign: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.campaign", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None, help="output folder (default: $OUT, else campaign_out, or "
@@ -911,25 +957,26 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="CPU: the plan, the rules and synthetic timings")
     ap.add_argument("--compile", action="store_true", help="with --dry-run: compile every kernel for sm_90a")
     ap.add_argument("--publish", metavar="RUN_DIR", help="(CPU) write RUN_DIR's campaign into --dest")
-    ap.add_argument("--dest", default="validation/results", help="with --publish: where to write")
+    ap.add_argument("--dest", default=None, help="with --publish: where to write (default validation/results)")
     ap.add_argument("--repeat", metavar="RUN_DIR2", help="with --publish: a second run of the same command")
     ap.add_argument("--launches-npz", action="store_true", help="with --publish: also every launch (~0.4 MB)")
     a = ap.parse_args(argv)
+    check_args(a)
     if a.publish:
-        for pth in publish(Path(a.publish), Path(a.dest), repeat_dir=Path(a.repeat) if a.repeat else None,
-                           launches_npz=a.launches_npz):
+        for pth in publish(Path(a.publish), Path(a.dest or "validation/results"),
+                           repeat_dir=Path(a.repeat) if a.repeat else None, launches_npz=a.launches_npz):
             print(f"wrote {pth} ({pth.stat().st_size / 1e3:.0f} kB)")
         return 0
     phases = [x for x in a.phases.split(",") if x]
     bad = [x for x in phases if x not in PHASES]
-    if bad:
-        print(f"python -m validation.campaign: --phases {','.join(bad)}: unknown; valid: {','.join(PHASES)}",
-              file=sys.stderr)
-        return 2
+    if bad or not phases:
+        raise CampaignArgError(f"--phases {a.phases!r}: unknown {','.join(bad) or 'empty list'}; valid: "
+                               f"{','.join(PHASES)}")
     if not a.dry_run:
         from validation.timing import require_cuda_gpu
         require_cuda_gpu("python -m validation.campaign")
     out = Path(a.out or os.environ.get("OUT") or ("campaign_out_dry_run" if a.dry_run else "campaign_out"))
+    check_output_dir(str(out), "--out")
     out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python -m validation.campaign", *(sys.argv[1:] if argv is None else argv)])
     deadline = time.time() + a.time_limit

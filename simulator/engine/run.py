@@ -31,7 +31,7 @@ from simulator.engine.trace import Trace
 from simulator.errors import ConfigError, SimulationLimitError
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
-from simulator.machine.arch import ArchSpec
+from simulator.machine.arch import ArchSpec, as_arch
 from simulator.machine.constants import Constant
 from simulator.machine.memory import MemorySystem, MemoryTiming
 from simulator.protocol.deadlock import DeadlockReport, analyze, barrier_kind
@@ -166,6 +166,10 @@ class SimResult:
         }
 
 
+#: The event loops ``simulate(engine=...)`` runs on.
+ENGINES = ("fast", "reference")
+
+
 def _kernel_class(cfg):
     if isinstance(cfg, Sm100GemmConfig):
         from simulator.kernels.sm100_tma_ws import Sm100GemmTmaWarpSpecialized
@@ -242,7 +246,70 @@ def estimate_events(cfg) -> int:
     return int(2 * cta_kblocks + 3 * cta_tiles * cfg.epi_subtiles + 50 * cta_tiles)
 
 
-def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | None = None,
+# ------------------------------------------------------------------------------- argument checks
+def check_run_options(*, engine: Any = None, max_events: Any = ...) -> None:
+    """``engine`` and ``max_events`` as ``simulate``, ``run_sweep`` and ``tune`` take them (None for
+    the engine, ``...`` for the budget: the caller's default)."""
+    if engine is not None and (not isinstance(engine, str) or engine not in ENGINES):
+        raise ConfigError(f"engine={engine!r}: unknown; valid: {', '.join(ENGINES)}")
+    if max_events is not ... and max_events is not None and (
+            not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 1):
+        raise ConfigError(f"max_events={max_events!r}: must be a positive integer (or None for no limit)")
+
+
+def check_event_budget(cfg, max_events: int | None) -> None:
+    """Refuse resolved ``cfg`` when its :func:`estimate_events` exceeds ``max_events`` (None: no limit)."""
+    if max_events is None:
+        return
+    est = estimate_events(cfg)
+    if est > max_events:
+        raise SimulationLimitError(
+            f"max_events={max_events:,}: this run needs about {est:,} events (estimate; "
+            f"{cfg.tiles_m * cfg.tiles_n * cfg.l:,} output tiles x {cfg.k_tiles:,} K-blocks); "
+            "raise --max-events to run it anyway, or simulate a smaller problem")
+
+
+def sms_in_run(cfg, arch: ArchSpec) -> int:
+    """How many SMs a run of resolved ``cfg`` uses: resident clusters x cluster size (SMs 0..n-1)."""
+    from simulator.kernels.scheduler import make_scheduler
+
+    return make_scheduler(cfg, arch).resident_clusters * cfg.cluster_size
+
+
+def check_trace_sms_list(trace_sms: Any, cfg, arch: ArchSpec) -> list[int]:
+    """``simulate(trace_sms=...)``: a list of SM numbers (ints >= 0), at least one of them used by the
+    run of resolved ``cfg`` (SMs 0 .. n-1); SMs outside the run record nothing."""
+    if isinstance(trace_sms, (str, bytes)) or not isinstance(trace_sms, (list, tuple, set, frozenset, range)):
+        raise ConfigError(f"trace_sms={trace_sms!r}: expected a list of SM numbers, e.g. [0, 1], got "
+                          f"{type(trace_sms).__name__}")
+    sms = list(trace_sms)
+    for s in sms:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+            raise ConfigError(f"trace_sms={trace_sms!r}: SM {s!r} is not an SM number (an integer >= 0)")
+    n = sms_in_run(cfg, arch)
+    if not any(s < n for s in sms):
+        raise ConfigError(f"trace_sms={trace_sms!r}: selects no SM of this run, which uses SMs 0-{n - 1}")
+    return sms
+
+
+def _check_simulate_args(cfg, knobs, flags: dict[str, Any], progress) -> None:
+    """The types of ``simulate``'s arguments (the config and knobs are checked by their own rules later)."""
+    if not isinstance(cfg, (Sm100GemmConfig, Sm90GemmConfig)):
+        hint = " (build one from a dict: Sm100GemmConfig(**d))" if isinstance(cfg, dict) else ""
+        raise ConfigError(f"cfg={cfg!r}: expected a Sm100GemmConfig or Sm90GemmConfig, got "
+                          f"{type(cfg).__name__}{hint}")
+    if knobs is not None and not isinstance(knobs, ProtocolKnobs):
+        raise ConfigError(f"knobs={knobs!r}: expected a ProtocolKnobs, got {type(knobs).__name__} (e.g. "
+                          "ProtocolKnobs.make(arrival_counts={'clc.empty': 3}), or ProtocolKnobs.from_mapping "
+                          "for a [knobs] table)")
+    for name, v in flags.items():
+        if not isinstance(v, bool):
+            raise ConfigError(f"{name}={v!r}: expected True or False, got {type(v).__name__}")
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"progress={progress!r}: expected a function of the fraction done (or None)")
+
+
+def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKnobs | None = None,
              trace: bool = False, trace_sms=None, count_events: bool = False,
              allow_protocol_experiments: bool = False, engine: str = "fast",
              max_events: int | None = DEFAULT_MAX_EVENTS, progress=None, clock=None) -> SimResult:
@@ -260,14 +327,23 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     given, is called now and then with the fraction of output tiles finished (0..1).
     ``engine``: "fast" (default) or "reference" (SimPy): same model code, identical results; the
     fast engine covers every model feature (knobs, traces, deadlocks, violations).
+
+    ``arch``: an :class:`ArchSpec` or a name (``"b200"``, ``"h200"``, ...: :func:`get_arch`), as
+    ``tune`` and ``run_sweep`` take it. ``trace_sms`` (with ``trace=True``): the SMs whose spans are
+    recorded, a list of SM numbers of which at least one is in the run. ``count_events`` is kept for
+    compatibility: every run counts its events (``SimResult.events``). Every argument of the wrong
+    type or value is a :class:`~simulator.errors.ConfigError` naming it.
     """
-    if engine not in ("reference", "fast"):
-        raise ConfigError(f"engine={engine!r}: unknown; valid: fast, reference")
+    cfg = cfg if cfg is not None else Sm100GemmConfig()
+    _check_simulate_args(cfg, knobs, {"trace": trace, "count_events": count_events,
+                                      "allow_protocol_experiments": allow_protocol_experiments}, progress)
+    check_run_options(engine=engine, max_events=max_events)
+    if engine is None:
+        raise ConfigError(f"engine=None: unknown; valid: {', '.join(ENGINES)}")
     engine_note = ""
     if engine == "fast":      # which core ran: "compiled core", or why it is pure Python
         engine_note = _native.status() + ("" if _native.COMPILED else ": same results, slower")
-    cfg = cfg if cfg is not None else Sm100GemmConfig()
-    arch = arch if arch is not None else default_arch_for(cfg)
+    arch = as_arch(arch) if arch is not None else default_arch_for(cfg)
     if clock is not None:
         from simulator.machine.clocks import with_clock
         arch = with_clock(arch, clock)
@@ -281,15 +357,11 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
     cfg.can_implement(arch, allow_protocol_experiments=allow_protocol_experiments or not knobs.is_default)
     knobs.check_applies(cfg)   # a knob aimed at a pipeline this run never uses is an error, not a no-op
     kernel_cls = _kernel_class(cfg)
-    if max_events is not None:
-        if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 1:
-            raise ConfigError(f"max_events={max_events!r}: must be a positive integer (or None for no limit)")
-        est = estimate_events(cfg)
-        if est > max_events:
-            raise SimulationLimitError(
-                f"max_events={max_events:,}: this run needs about {est:,} events (estimate; "
-                f"{cfg.tiles_m * cfg.tiles_n * cfg.l:,} output tiles x {cfg.k_tiles:,} K-blocks); "
-                "raise --max-events to run it anyway, or simulate a smaller problem")
+    if trace_sms is not None:
+        if not trace:
+            raise ConfigError(f"trace_sms={trace_sms!r}: selects the SMs a trace records; pass trace=True too")
+        trace_sms = check_trace_sms_list(trace_sms, cfg, arch)
+    check_event_budget(cfg, max_events)
 
     env = FastEnv(max_events=max_events) if engine == "fast" else ReferenceEnvironment(max_events=max_events)
     clk = arch.clock_ghz.value

@@ -11,12 +11,14 @@ fields (resolved: derived stage counts filled in), the predicted time, TFLOP/s, 
 config cannot run (``can_implement``, the event budget, a deadlock): such a config becomes a row
 with its error, never a crash of the sweep.
 
-Results are returned and written in input order whatever order they finish in: the writer keeps
-the rows that finished ahead of an unfinished one and writes them when it can. On Ctrl-C (or any
-exception) every finished row is written (those held back too, still in input order) and the file
-is closed properly before the interrupt propagates, so a sweep stopped half way leaves its finished
-rows on disk. Formats, by file suffix: ``.csv``, ``.json`` (an object: ``"constants"``, then
-``"rows"``, an array), ``.jsonl`` (one object per line).
+Results are returned in input order whatever order they finish in. A file gets each row as soon as
+it finishes (flushed, with its ``index``), so that no finished row waits on disk for a slower one
+before it; when the sweep ends (done, Ctrl-C, SIGTERM in ``wsim sweep``, or any exception) the file is
+closed properly and left in input order (rewritten sorted through a temporary file if rows finished
+out of order). A sweep stopped half way leaves every finished row on disk; one killed outright
+(SIGKILL) leaves them in the order they finished, each with its index. Formats, by file suffix:
+``.csv``, ``.json`` (an object: ``"constants"``, then ``"rows"``, an array), ``.jsonl`` (one object
+per line).
 
 Every result file says which arch and constants produced it (:func:`simulator.machine.provenance.
 arch_provenance`: the arch, its clock, every override, every fitted and estimated constant, and the
@@ -232,75 +234,104 @@ def constants_path(path: str) -> str:
 
 
 class RowWriter:
-    """Writes rows to ``path`` in index order as they finish, flushing each; see the module docstring.
+    """Writes rows to ``path`` as they finish, each flushed at once with its index (see the module
+    docstring); ``close()`` leaves them in index order and ends the file.
 
-    ``columns`` fixes the CSV header (``columns_for``). Rows with indices ``first, first+1, ...`` are
-    written as soon as they are contiguous; ``close()`` writes the rest (sorted) and ends the file.
-    ``constants`` (:func:`~simulator.machine.provenance.arch_provenance` of the arch the rows were
-    simulated on) goes into a ``.json`` file, or into the sidecar of a ``.csv``/``.jsonl`` file.
+    ``columns`` fixes the CSV header (``columns_for``). A row is on disk as soon as it is added,
+    whatever rows before it are still running; when rows were added out of index order, ``close()``
+    rewrites the file sorted by index (a temporary file renamed over it, so the file on disk is
+    always whole). ``write_all`` writes rows in the order given (a ranked table). ``constants``
+    (:func:`~simulator.machine.provenance.arch_provenance` of the arch the rows were simulated on)
+    goes into a ``.json`` file, or into the sidecar of a ``.csv``/``.jsonl`` file, written once the
+    rows file is open (a path that cannot be written leaves no sidecar behind).
     """
 
-    def __init__(self, path: str, columns: Sequence[str], first_index: int = 0, constants: dict | None = None) -> None:
-        suffix = out_format(path)
-        self.path = path
-        self.format = suffix
-        self.columns = list(columns)
-        self.next_index = first_index
-        self.pending: dict[int, Row] = {}
-        self.written = 0
-        self.constants_file = None
-        if constants is not None and suffix != ".json":
-            self.constants_file = constants_path(path)
-            with open(self.constants_file, "w") as fh:
-                json.dump({"constants": constants, "rows_file": os.path.basename(path)}, fh, indent=1, default=str)
-                fh.write("\n")
-        self._fh: io.TextIOBase = open(path, "w", newline="")  # noqa: SIM115 - closed in close()
-        self._csv = None
-        if suffix == ".csv":
-            self._csv = csv.DictWriter(self._fh, fieldnames=self.columns, extrasaction="ignore")
-            self._csv.writeheader()
-        elif suffix == ".json":
-            self._fh.write('{"constants": ' + json.dumps(constants, default=str) + ',\n"rows": [')
-        self._fh.flush()
-        self.closed = False
+    def __init__(self, path: str, columns: Sequence[str], constants: dict | None = None) -> None:
+        from simulator.engine.out_path import check_output_file
 
-    def _emit(self, row: Row) -> None:
-        d = row.to_dict()
-        if self._csv is not None:
-            self._csv.writerow({k: ("" if v is None else v) for k, v in d.items()})
+        check_output_file(path, "out", FORMATS, "result rows")
+        self.format = out_format(path)
+        self.path = path
+        self.columns = list(columns)
+        self.constants = constants
+        self.rows: list[Row] = []          # every row written, in the order written
+        self.sorted = True                 # rows were added in index order
+        self.closed = False
+        self._fh: io.TextIOBase = open(path, "w", newline="")  # noqa: SIM115 - closed in close()
+        self.constants_file = None
+        if constants is not None and self.format != ".json":
+            self.constants_file = constants_path(path)
+            try:
+                with open(self.constants_file, "w") as fh:
+                    json.dump({"constants": constants, "rows_file": os.path.basename(path)}, fh, indent=1,
+                              default=str)
+                    fh.write("\n")
+            except OSError:
+                self._fh.close()
+                os.remove(path)
+                raise
+        self._csv = self._begin(self._fh)
+
+    def _begin(self, fh) -> Any:
+        """The file's header (CSV columns, or the JSON object's opening); returns the CSV writer."""
+        out = None
+        if self.format == ".csv":
+            out = csv.DictWriter(fh, fieldnames=self.columns, extrasaction="ignore")
+            out.writeheader()
         elif self.format == ".json":
-            self._fh.write(("\n" if self.written == 0 else ",\n") + json.dumps(d, default=str))
+            fh.write('{"constants": ' + json.dumps(self.constants, default=str) + ',\n"rows": [')
+        fh.flush()
+        return out
+
+    def _emit(self, fh, writer, row: Row, first: bool) -> None:
+        d = row.to_dict()
+        if writer is not None:
+            writer.writerow({k: ("" if v is None else v) for k, v in d.items()})
+        elif self.format == ".json":
+            fh.write(("\n" if first else ",\n") + json.dumps(d, default=str))
         else:
-            self._fh.write(json.dumps(d, default=str) + "\n")
-        self.written += 1
+            fh.write(json.dumps(d, default=str) + "\n")
+
+    def _end(self, fh) -> None:
+        if self.format == ".json":
+            fh.write("\n]}\n")
+        fh.flush()
+
+    @property
+    def written(self) -> int:
+        return len(self.rows)
 
     def add(self, row: Row) -> None:
-        self.pending[row.index] = row
-        wrote = False
-        while self.next_index in self.pending:
-            self._emit(self.pending.pop(self.next_index))
-            self.next_index += 1
-            wrote = True
-        if wrote:
-            self._fh.flush()
+        """Write ``row`` now (and flush it), whatever index it has."""
+        if self.rows and row.index < self.rows[-1].index:
+            self.sorted = False
+        self._emit(self._fh, self._csv, row, not self.rows)
+        self.rows.append(row)
+        self._fh.flush()
 
     def write_all(self, rows: Iterable[Row]) -> None:
-        """Write ``rows`` in the order given (no index reordering), e.g. a ranked table."""
+        """Write ``rows`` in the order given (no index reordering at close), e.g. a ranked table."""
         for r in rows:
-            self._emit(r)
+            self._emit(self._fh, self._csv, r, not self.rows)
+            self.rows.append(r)
         self._fh.flush()
+        self.sorted = True
 
     def close(self) -> None:
         if self.closed:
             return
-        for i in sorted(self.pending):
-            self._emit(self.pending[i])
-        self.pending.clear()
-        if self.format == ".json":
-            self._fh.write("\n]}\n")
-        self._fh.flush()
-        self._fh.close()
         self.closed = True
+        self._end(self._fh)
+        self._fh.close()
+        if self.sorted:
+            return
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", newline="") as fh:
+            writer = self._begin(fh)
+            for i, r in enumerate(sorted(self.rows, key=lambda r: r.index)):
+                self._emit(fh, writer, r, i == 0)
+            self._end(fh)
+        os.replace(tmp, self.path)
 
 
 def columns_for(configs: Iterable[Any], extra: Sequence[str] = ()) -> list[str]:
@@ -318,8 +349,38 @@ def columns_for(configs: Iterable[Any], extra: Sequence[str] = ()) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------- executors
-def _ignore_sigint() -> None:  # pool initializer: the parent handles Ctrl-C and stops the workers
+def _ignore_sigint() -> None:
+    """Pool initializer: the parent handles Ctrl-C (and SIGTERM) and stops the workers; a worker
+    ends on SIGTERM without running a handler it may have inherited from the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def check_batch_options(*, workers: Any = None, backend: Any = "process", progress: Any = True) -> None:
+    """``workers`` (None: every CPU), ``backend`` and ``progress`` as ``run_sweep`` and ``tune`` take them."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ConfigError(f"backend={backend!r}: unknown; valid: {', '.join(BACKENDS)}")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+        raise ConfigError(f"workers={workers!r}: must be a positive integer")
+    if not isinstance(progress, bool):
+        raise ConfigError(f"progress={progress!r}: expected True or False, got {type(progress).__name__}")
+
+
+def check_configs(configs: Any) -> list:
+    """``run_sweep``'s config list: a sequence of Sm100GemmConfig / Sm90GemmConfig objects."""
+    from simulator.kernels.sm90_config import Sm90GemmConfig
+    from simulator.kernels.sm100_config import Sm100GemmConfig
+
+    if isinstance(configs, (str, bytes, dict)) or not isinstance(configs, Iterable):
+        raise ConfigError(f"configs={configs!r}: expected a list of Sm100GemmConfig / Sm90GemmConfig, got "
+                          f"{type(configs).__name__}")
+    out = list(configs)
+    for i, c in enumerate(out):
+        if not isinstance(c, (Sm100GemmConfig, Sm90GemmConfig)):
+            hint = " (build one from a dict: Sm100GemmConfig(**d))" if isinstance(c, dict) else ""
+            raise ConfigError(f"configs[{i}]={c!r}: expected a Sm100GemmConfig or Sm90GemmConfig, got "
+                              f"{type(c).__name__}{hint}")
+    return out
 
 
 def _worker(task):
@@ -338,11 +399,8 @@ def iter_rows(next_task: TaskSource, arch, *, workers: int | None = None, backen
     Tasks are pulled only when a worker is about to be free (at most ``workers + 1`` in flight), so a
     caller can decide what to run next from the rows it has seen (the tuner's pruning does).
     """
-    if backend not in BACKENDS:
-        raise ConfigError(f"backend={backend!r}: unknown; valid: {', '.join(BACKENDS)}")
+    check_batch_options(workers=workers, backend=backend)
     workers = default_workers() if workers is None else workers
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ConfigError(f"workers={workers!r}: must be a positive integer")
     if backend == "ray":
         yield from _iter_ray(next_task, arch, sim_kwargs, ray_address, workers)
         return
@@ -445,11 +503,16 @@ def run_sweep(configs: Sequence[Any], arch=None, *, workers: int | None = None, 
     sidecar :func:`constants_path`).
     On KeyboardInterrupt the finished rows are written and the interrupt propagates.
     """
-    from simulator.engine.run import default_arch_for
+    from simulator.engine.run import check_run_options, default_arch_for
+    from simulator.machine.arch import as_arch
 
-    configs = list(configs)
+    configs = check_configs(configs)
+    check_batch_options(workers=workers, backend=backend, progress=progress)
+    check_run_options(engine=engine, max_events=max_events)
     if arch is None:
         arch = default_arch_for(configs[0]) if configs else None
+    else:
+        arch = as_arch(arch)
     sim_kwargs: dict[str, Any] = {}
     if max_events is not ...:
         sim_kwargs["max_events"] = max_events
@@ -493,14 +556,26 @@ def _field_types(cls) -> dict[str, str]:
     return out
 
 
-def parse_value(cls, name: str, text: str, origin: str) -> Any:
-    """A config field's value from text (CSV cells, --grid/--set values), strictly typed."""
+def parse_value(cls, name: str, text: str, origin: str, *, empty_ok: bool = True) -> Any:
+    """A config field's value from text (CSV cells, --grid/--set values), strictly typed. None (the
+    field's default) for an empty cell where ``empty_ok`` (a CSV cell; an error for --grid/--set), or
+    for ``none`` where the field's default is None (derived by the kernel's rule, e.g. a stage count);
+    ``none`` of a field with a value by default (``m``) is an error."""
     types = _field_types(cls)
     if name not in types:
         raise ConfigError(f"{name}={text!r} ({origin}): not a field of {cls.__name__}; valid: {', '.join(types)}")
     t = text.strip()
-    if t == "" or t.lower() == "none":
-        return None
+    if t == "":
+        if empty_ok:
+            return None
+        raise ConfigError(f"{name}={text!r} ({origin}): empty value; give a value (leave the field out for "
+                          "its default)")
+    if t.lower() == "none":
+        default = next(f.default for f in fields(cls) if f.name == name)
+        if default is None:
+            return None
+        raise ConfigError(f"{name}={text!r} ({origin}): {name} has no 'none' value (its default is {default!r}); "
+                          "give a value, or leave the field out for the default")
     kind = types[name]
     if kind == "bool":
         if t.lower() in ("1", "true", "yes", "on"):
@@ -557,8 +632,6 @@ def load_config_list(path: str, cls, *, ignore_columns: Sequence[str] = RESULT_F
     for where, rec, textual in _records(path, suffix):
         d = {}
         for k, v in rec.items():
-            if k is None:
-                raise ConfigError(f"{where}: more cells than header columns")
             key = k.strip()
             if key in skip:
                 if key not in skipped:
@@ -583,15 +656,43 @@ def load_config_list(path: str, cls, *, ignore_columns: Sequence[str] = RESULT_F
     return out
 
 
+def _csv_records(path: str) -> Iterator[tuple[str, dict, bool]]:
+    """The rows of a CSV config list as {column: cell}: a header of distinct names, every row with
+    one cell per column (a short row, e.g. a file cut inside its last row, is an error, not
+    defaults); a UTF-8 byte order mark (Excel's CSV) is skipped."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            rows = list(csv.reader(fh))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a CSV file (not UTF-8 text)") from None
+    except csv.Error as e:
+        raise ConfigError(f"{path}: not a valid CSV file ({e})") from None
+    if not rows:
+        return
+    header = [h.strip() for h in rows[0]]
+    for i, h in enumerate(header):
+        if h in header[:i]:
+            raise ConfigError(f"{path}:1: column {h!r} appears twice in the header (columns {header.index(h) + 1} "
+                              f"and {i + 1}); give each field once")
+    for lineno, cells in enumerate(rows[1:], start=2):
+        if not cells:
+            continue                                   # a blank line
+        if len(cells) > len(header):
+            raise ConfigError(f"{path}:{lineno}: more cells than header columns ({len(cells)} for {len(header)})")
+        if len(cells) < len(header):
+            raise ConfigError(f"{path}:{lineno}: {len(cells)} of {len(header)} cells (the row ends after "
+                              f"{header[len(cells) - 1]!r}; a file cut short?): every row needs a cell per column, "
+                              "empty for the default")
+        yield f"{path}:{lineno}", dict(zip(header, cells, strict=True)), True
+
+
 def _records(path: str, suffix: str) -> Iterator[tuple[str, dict, bool]]:
     """(where, record, values are text) per row of a CSV or JSON/JSON-lines config list."""
     if suffix == ".csv":
-        with open(path, newline="") as fh:
-            for lineno, rec in enumerate(csv.DictReader(fh), start=2):
-                yield f"{path}:{lineno}", rec, True
+        yield from _csv_records(path)
         return
-    with open(path) as fh:
-        try:
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
             if suffix == ".jsonl":
                 recs = [(f"{path}:{i}", json.loads(line)) for i, line in enumerate(fh, start=1) if line.strip()]
             else:
@@ -600,8 +701,12 @@ def _records(path: str, suffix: str) -> Iterator[tuple[str, dict, bool]]:
                 if not isinstance(rows, list):
                     raise ConfigError(f"{path}: expected a list of configs, or an object with \"rows\"")
                 recs = [(f"{path} row {i}", r) for i, r in enumerate(rows, start=1)]
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a JSON file (not UTF-8 text)") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a config list (JSON nested too deeply to read)") from None
     for where, r in recs:
         if not isinstance(r, dict):
             raise ConfigError(f"{where}: expected an object of config fields")

@@ -41,20 +41,22 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from simulator.engine.run import DEFAULT_MAX_EVENTS, check_event_budget, check_run_options
 from simulator.engine.sweep import (
     Progress,
     Row,
     RowWriter,
+    check_batch_options,
     columns_for,
     config_dict,
     constants_path,
     iter_rows,
 )
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, SimulationLimitError
 from simulator.kernels.gemm_config import check_shape
 from simulator.kernels.scheduler import TileRaster, max_resident_clusters, static_grid_clusters
 from simulator.kernels.space import Space, make_space
-from simulator.machine.arch import ArchSpec, get_arch
+from simulator.machine.arch import ArchSpec, as_arch
 from simulator.machine.provenance import arch_provenance, provenance_lines
 
 SEARCHES = ("auto", "staged", "exhaustive")
@@ -244,6 +246,9 @@ class TuneResult:
             wr.writerow({k: ("" if v is None else v) for k, v in r.to_dict().items()})
         text = buf.getvalue()
         if path is not None:
+            from simulator.engine.out_path import check_output_file
+
+            check_output_file(path, "path", (".csv",), "CSV tables")
             with open(path, "w", newline="") as fh:
                 fh.write(text)
             if self.constants:
@@ -267,6 +272,7 @@ class _Search:
         self.top, self.beam, self.prune = top, beam, prune
         self.workers, self.backend, self.progress = workers, backend, progress
         self.sim_kwargs, self.ray_address = sim_kwargs, ray_address
+        self.max_events = sim_kwargs.get("max_events", DEFAULT_MAX_EVENTS)
         self.rows: dict[int, Row] = {}
         self.configs: dict[int, Any] = {}
         self.seen: set = set()
@@ -316,6 +322,15 @@ class _Search:
                 bound, _, c, r = pending.popleft()
                 i = new_index(c)
                 extra = {"stage": number, "bound_us": bound / 1e3}
+                try:    # a run its event budget refuses is an error row now, before its tile order is built
+                    check_event_budget(r, self.max_events)
+                except SimulationLimitError as e:
+                    self.rows[i] = Row(index=i, config=config_dict(r), arch=self.arch.name, status="error",
+                                       error=str(e), extra=extra)
+                    info.simulated += 1
+                    info.errors += 1
+                    bar.update(error=True)
+                    continue
                 thr = self.threshold()
                 if self.prune and thr is not None and bound / 1e3 >= thr:
                     self.rows[i] = Row(index=i, config=config_dict(r), arch=self.arch.name, status="pruned",
@@ -391,10 +406,14 @@ def tune(m: int, n: int, k: int, *, dtype: str = "bf16", dtype_d: str | None = N
     from simulator.engine.sweep import default_workers
 
     check_shape(m, n, k, 1)
-    a = arch if isinstance(arch, ArchSpec) else get_arch(arch)
+    a = as_arch(arch)
     for name, v in (("top", top), ("beam", beam)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ConfigError(f"{name}={v!r}: must be a positive integer")
+    if prune is not None and not isinstance(prune, bool):
+        raise ConfigError(f"prune={prune!r}: expected True, False or None (on for the staged search)")
+    check_batch_options(workers=workers, backend=backend, progress=progress)
+    check_run_options(engine=engine, max_events=max_events)
     if search not in SEARCHES:
         raise ConfigError(f"search={search!r}: unknown; valid: {', '.join(SEARCHES)}")
     sp = space if isinstance(space, Space) else make_space(space, a.sm_version, m, n, k, dtype, dtype_d)

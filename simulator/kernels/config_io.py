@@ -43,6 +43,8 @@ def load_toml(path: str) -> dict:
         raise ConfigError(f"{path}: not a TOML file (not UTF-8 text)") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a config file (TOML nested too deeply to read)") from None
 
 
 def load_run_file(path: str) -> dict[str, dict]:

@@ -801,26 +801,43 @@ class Sm100GemmTmaWarpSpecialized:
         return nbytes if cols >= tn else max(0, nbytes * cols // tn)
 
     def issue_c_load(self, cta: Cta, tile, s: int, state: PipelineState, role: Role) -> None:
+        """A TMA load of one C subtile: only its bytes inside M x N are read (TMA clips the box at the
+        tensor's bounds and zero-fills the rest); the transaction counts the whole box."""
         cfg, env = self.cfg, self.env
         now = env.now
         c_key = self.mem.key_block(("C", tile[2], tile[0], tile[1], cta.rank), cfg.epi_subtiles) + s
-        land = self.mem.load(now, c_key, cfg.epi_c_subtile_bytes)
+        land = self.mem.load(now, c_key, self._subtile_in_bounds(cta, tile, s, cfg.bits_c))
         bar = cta.epi_load.full[state.index]
         call_at(env, land - now, bar.complete_tx, cfg.epi_c_subtile_bytes)
         role.span("epi_load", now, land, tile=tile, k_block=s, stage=state.index)
 
     def issue_store(self, cta: Cta, tile, s: int, role: Role) -> float:
-        """A TMA store of one D subtile; returns when it has finished reading SMEM."""
+        """A TMA store of one D subtile; returns when it has finished reading SMEM. TMA clips the
+        store at the tensor's bounds: only the subtile's bytes inside M x N are read and written
+        (the SM90 model's rule, ``Sm90GemmTmaWarpSpecialized.issue_store``)."""
         cfg, now = self.cfg, self.env.now
+        nbytes = self._subtile_in_bounds(cta, tile, s, cfg.bits_d)
         # The store engine has read the subtile from SMEM once its bytes have streamed out at the SM's
         # TMA rate (no DRAM latency: that is the cold *load* figure, not a store's).
-        smem_read = now + cfg.epi_d_subtile_bytes / self.timing.store_read_bytes_per_clk
-        done = self.mem.store(now, cfg.epi_d_subtile_bytes)
+        smem_read = now + nbytes / self.timing.store_read_bytes_per_clk
+        done = self.mem.store(now, nbytes) if nbytes else smem_read
         # The grid is complete only when its last global write has landed.
         if done > self.stats.end_cycle:
             self.stats.end_cycle = done
         role.span("tma_store", now, done, tile=tile, k_block=s)
         return smem_read
+
+    def _subtile_in_bounds(self, cta: Cta, tile, s: int, bits: int) -> int:
+        """Bytes of epilogue subtile ``s`` of this CTA's part of MMA tile ``tile`` inside M x N
+        (subtiles run M-fastest within N; a CTA of a 2-SM pair holds rows ``half`` of the tile)."""
+        cfg = self.cfg
+        em, en = cfg.epi_tile
+        epi_n, epi_m = divmod(s, -(-cfg.cta_tile_m // em))
+        row0 = (tile[0] * cfg.atom_thr_m + cta.cx % cfg.atom_thr_m) * cfg.cta_tile_m + epi_m * em
+        col0 = tile[1] * cfg.cta_tile_n + epi_n * en
+        rows = min(em, max(0, cfg.m - row0))
+        cols = min(en, max(0, cfg.n - col0))
+        return rows * cols * bits // 8
 
     # -- results --------------------------------------------------------------------------
     def all_barriers(self):

@@ -24,6 +24,7 @@ whitepapers, the CUDA C++ Programming Guide.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 from simulator.errors import ConfigError
@@ -58,6 +59,12 @@ _MAY_BE_ZERO = frozenset({
 # Constants that count whole things (SMs, CTAs, bytes, TMEM lanes/columns): overrides must be integers.
 _COUNTS = frozenset({"sm_count", "max_cluster_size", "smem_bytes_per_cta", "l2_bytes", "tmem_columns",
                      "tmem_lanes", "gpc_count"})
+#: The largest count an override may give: CUDA reports a device's counts and sizes (SMs, SMEM per
+#: block, L2 bytes, cluster size) as 32-bit ints (cudaDeviceGetAttribute's ``int *value``).
+MAX_COUNT = 2**31 - 1
+#: Bandwidths whose 0 marks a feature the arch lacks (the model then applies no limit): an override
+#: may set 0 only where the arch itself has 0.
+_RATE_ZERO_MEANS_ABSENT = frozenset({"tmem_load_bytes_per_clk", "tma_load_bytes_per_clk_per_sm"})
 
 
 @dataclass(frozen=True)
@@ -116,9 +123,13 @@ class ArchSpec:
         """A copy with some constants replaced; each replaced constant records ``origin``.
 
         Values are numbers (int or float; not bools, not strings: the CLI parses its text first),
-        finite, > 0 (>= 0 where the feature may be absent), and whole where the constant is a count
-        (SMs, CTAs, bytes, TMEM lanes and columns).
+        finite, > 0 (>= 0 where the feature may be absent; a bandwidth only where the arch lacks it),
+        and whole numbers up to :data:`MAX_COUNT` where the constant is a count (SMs, CTAs, bytes, TMEM
+        lanes and columns, GPCs: at most one per TPC of 2 SMs).
         """
+        if not isinstance(mapping, Mapping):
+            raise ConfigError(f"arch overrides {mapping!r} ({origin}): expected a mapping of constant name -> "
+                              f"number, e.g. {{'clock_ghz': 1.3}}, got {type(mapping).__name__}")
         valid = self.constant_names()
         changes: dict[str, Constant] = {}
         for key, val in mapping.items():
@@ -134,13 +145,32 @@ class ArchSpec:
             if key in _COUNTS and not isinstance(val, numbers.Integral):
                 raise ConfigError(f"arch override {key}={val!r} ({origin}): {key} is a count "
                                   f"({getattr(self, key).unit}): expected an integer")
+            if key in _COUNTS and val > MAX_COUNT:
+                raise ConfigError(f"arch override {key}={val!r} ({origin}): at most 2^31 - 1 = {MAX_COUNT:,} "
+                                  "(CUDA reports device counts and sizes as 32-bit ints)")
             if key in _MAY_BE_ZERO:
                 if fval < 0:
                     raise ConfigError(f"arch override {key}={val!r} ({origin}): must be >= 0")
+                own = getattr(self, key)
+                if fval == 0 and key in _RATE_ZERO_MEANS_ABSENT and own.value > 0:
+                    raise ConfigError(f"arch override {key}={val!r} ({origin}): a bandwidth of 0 marks a feature "
+                                      f"the arch lacks (the model then applies no limit), but {self.name} has it "
+                                      f"({own.value:g} {own.unit}); give a rate > 0")
             elif fval <= 0:
                 raise ConfigError(f"arch override {key}={val!r} ({origin}): must be > 0")
             changes[key] = getattr(self, key).overridden(fval, origin)
-        return replace(self, **changes)
+        out = replace(self, **changes)
+        if "gpc_count" in changes:
+            out._check_gpc_count(origin)
+        return out
+
+    def _check_gpc_count(self, origin: str) -> None:
+        """A GPC holds whole TPCs of 2 SMs: at most one GPC per TPC."""
+        sms, gpcs = int(self.sm_count.value), int(self.gpc_count.value)
+        tpcs = max(1, sms // 2)
+        if gpcs > tpcs:
+            raise ConfigError(f"arch override gpc_count={gpcs} ({origin}): more GPCs than the {tpcs} TPC(s) of "
+                              f"{self.name}'s {sms} SMs (2 SMs per TPC; a GPC holds whole TPCs)")
 
     # ------------------------------------------------------------------ convenience
     def cycles_to_ns(self, cycles: float) -> float:
@@ -362,3 +392,14 @@ def get_arch(name: str) -> ArchSpec:
     if key not in _ALIASES:
         raise ConfigError(f"arch={name!r}: unknown architecture; valid names: b200, sm100, h200, sm90")
     return _ALIASES[key]()
+
+
+def as_arch(arch, what: str = "arch") -> ArchSpec:
+    """An :class:`ArchSpec`, or a name :func:`get_arch` knows, as an ArchSpec (what ``simulate``,
+    ``run_sweep`` and ``tune`` take); anything else is a ConfigError naming ``what``."""
+    if isinstance(arch, ArchSpec):
+        return arch
+    if isinstance(arch, str):
+        return get_arch(arch)
+    raise ConfigError(f"{what}={arch!r}: expected an ArchSpec or an arch name (b200, sm100, h200, sm90), "
+                      f"got {type(arch).__name__}")

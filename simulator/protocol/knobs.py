@@ -59,6 +59,25 @@ class ProtocolKnobs:
     skip_release: tuple[str, ...] = ()
     clc_throttle: bool = True
 
+    def __post_init__(self) -> None:
+        """The constructor also takes the plain forms of the docstring (``{"clc.empty": 224}``, a list
+        of pipelines) and keeps them as sorted tuples; any other shape is a ConfigError."""
+        for name in ("arrival_counts", "producer_start_phase"):
+            v = getattr(self, name)
+            pairs = list(v.items()) if isinstance(v, Mapping) else v
+            if not isinstance(pairs, (list, tuple)) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+                raise ConfigError(f"{name}={v!r}: expected a mapping of <name> = <integer>, e.g. "
+                                  f"{{'clc.empty': 224}}, got {type(v).__name__}")
+            for key, _ in pairs:
+                if not isinstance(key, str):
+                    raise ConfigError(f"protocol knob key {key!r}: expected a string such as 'clc.empty'")
+            object.__setattr__(self, name, tuple(sorted(pairs)))
+        skip = self.skip_release
+        if isinstance(skip, str) or not isinstance(skip, (list, tuple)):
+            raise ConfigError(f"skip_release={skip!r}: expected a list of pipeline names, e.g. "
+                              f"[\"mainloop\"], got {type(skip).__name__}")
+        object.__setattr__(self, "skip_release", tuple(skip))
+
     @classmethod
     def make(cls, *, arrival_counts: Mapping[str, int] | None = None,
              producer_start_phase: Mapping[str, int] | None = None,

@@ -17,7 +17,8 @@ is true/false.
 Exit codes (:data:`EXIT_CODES`): 0 done; 2 bad input (usage or config: one line naming the value
 and the rule it breaks); 3 the run deadlocked; 4 the run finished but arrivals landed in the wrong
 barrier phase (protocol violations); 1 an internal error (a bug in wsim, said so in one line);
-130 interrupted.
+130 interrupted (Ctrl-C); 143 terminated (SIGTERM, handled as Ctrl-C: finished sweep/tune rows are
+written).
 
 Sub-commands are registered in :data:`COMMANDS` (name -> (add_parser, run)); ``build_parser``
 adds a table's commands in order and ``main`` dispatches on the name.
@@ -46,9 +47,11 @@ from simulator.views.run_args import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     OneLineParser,
     add_run_arguments,
+    arch_overrides,
     check_output_file,
     check_trace_sms,
     run_command,
@@ -64,6 +67,7 @@ EXIT_CODES = {
     EXIT_DEADLOCK: "the simulated kernel deadlocked",
     EXIT_VIOLATIONS: "protocol violations (arrivals in the wrong barrier phase) without a deadlock",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+    EXIT_TERMINATED: "terminated (SIGTERM; handled as Ctrl-C)",
 }
 
 #: File endings ``wsim simulate --trace`` writes: the shared trace format, or Perfetto JSON.
@@ -173,16 +177,6 @@ def build_parser(commands: dict | None = None) -> argparse.ArgumentParser:
 
 
 # ------------------------------------------------------------------------------------ inputs
-def _number(option: str, key: str, text: str) -> int | float:
-    """An arch override from the command line: an integer or a decimal number, nothing else."""
-    t = text.strip()
-    if re.fullmatch(r"[+-]?\d+", t):
-        return int(t)
-    if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", t):
-        return float(t)
-    raise ConfigError(f"{option} {key}={text!r}: expected a number")
-
-
 def _integer(option: str, key: str, text: str) -> int:
     t = text.strip()
     if not re.fullmatch(r"[+-]?\d+", t):
@@ -202,11 +196,7 @@ def _resolve_arch(args, arch_table: dict, where: str) -> ArchSpec:
     arch = get_arch(args.arch or file_name or "b200")
     if arch_table:
         arch = arch.with_overrides(arch_table, origin=f"[arch] in {where}")
-    cli = {}
-    for key, text in args.arch_set:
-        if key == "name":
-            raise ConfigError(f"--arch-set name={text}: the architecture is chosen with --arch, not overridden")
-        cli[key] = _number("--arch-set", key, text)
+    cli = arch_overrides(args.arch_set)
     if cli:
         arch = arch.with_overrides(cli, origin="--arch-set")
     clock = getattr(args, "clock", None)
@@ -299,11 +289,11 @@ def simulate_command(args) -> int:
 
     cfg, arch, knobs = resolve_inputs(args)
     trace_path = check_output_file(args.trace, "--trace", TRACE_SUFFIXES, "traces") if args.trace else None
-    if args.trace_sms and trace_path is None:
+    if args.trace_sms is not None and trace_path is None:
         raise ConfigError(f"--trace-sms {args.trace_sms}: selects the SMs that --trace writes; give --trace FILE too")
     r = cfg.resolved(arch)
     r.can_implement(arch, allow_protocol_experiments=not knobs.is_default)
-    trace_sms = check_trace_sms(args.trace_sms, "--trace-sms", r, arch) if args.trace_sms else None
+    trace_sms = check_trace_sms(args.trace_sms, "--trace-sms", r, arch) if args.trace_sms is not None else None
     res = run_simulation(cfg, arch, knobs=knobs, max_events=args.max_events, trace=trace_path is not None,
                          trace_sms=trace_sms, engine=args.engine)
     written = None

@@ -15,6 +15,7 @@ parser, the same arguments and exit codes).
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
@@ -101,7 +102,10 @@ def parse_window(text: str, extent: tuple[float, float]) -> tuple[float, float]:
         m = _TIME_RE.match(side)
         if not m:
             raise ArgError(f"--window {text!r}: {side!r} is not a time (a number, optionally with ns/us/ms)")
-        parsed.append((float(m.group(1)), m.group(2)))
+        value = float(m.group(1))
+        if not math.isfinite(value):
+            raise ArgError(f"--window {text!r}: {side.strip()!r} is not a finite time")
+        parsed.append((value, m.group(2)))
     units = {u for p in parsed if p is not None for u in [p[1]] if u is not None}
     default_unit = units.pop() if len(units) == 1 else None   # "2:6us" means 2us:6us
     w = []
@@ -225,7 +229,7 @@ def _run(args) -> int:
         if applies_not:
             raise ArgError(why)
     args.pipeline = args.pipeline or "mainloop"
-    sms = parse_sm_list(args.sms) if args.sms else None
+    sms = parse_sm_list(args.sms) if args.sms is not None else None
     out = _output(args, what)
 
     traces = [_load(p) for p in args.traces] or [_simulate(args, sms)]

@@ -19,21 +19,21 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from simulator import _native
-from simulator.engine.run import DEFAULT_MAX_EVENTS, estimate_events, simulate
+from simulator.engine.out_path import check_output_dir, check_output_file  # noqa: F401 - re-exported
+from simulator.engine.run import DEFAULT_MAX_EVENTS, estimate_events, simulate, sms_in_run
 from simulator.engine.sweep import BACKENDS
 from simulator.engine.trace import TraceFormatError
 from simulator.errors import ConfigError, SimulationLimitError
-from simulator.kernels.scheduler import make_scheduler
 from simulator.machine.arch import ArchSpec, get_arch
 from simulator.protocol.knobs import ProtocolKnobs
 from simulator.views.breakdown import SelectionError
 
-#: Exit codes every sub-command shares (``wsim simulate`` adds 3 and 4, see simulator.views.cli).
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Exit codes every sub-command shares (``wsim simulate`` adds 3 and 4, see simulator.views.cli):
+#: 130 = 128 + SIGINT (Ctrl-C), 143 = 128 + SIGTERM, the shell's codes for those signals.
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 #: A run estimated at more events than this prints the estimate and shows progress on stderr.
 #: The fast engine runs about 0.7M events/s on this project's 2-core VM, the reference engine about
 #: 0.3M (``python benchmarks/sim_speed.py``): this is a run of roughly half a second to a second or more.
@@ -47,6 +47,37 @@ class ArgError(ValueError):
 #: Exceptions that mean bad input (or an output that cannot be written): one line, exit 2.
 INPUT_ERRORS: tuple[type[BaseException], ...] = (ConfigError, TraceFormatError, SimulationLimitError, ArgError,
                                                  SelectionError)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a sub-command runs: handled as Ctrl-C is (a sweep or a tune keeps and writes its
+    finished rows), then exit :data:`EXIT_TERMINATED`."""
+
+
+_SIGNALS = {"terminated": False}     # whether SIGTERM arrived during the running sub-command
+
+
+def _on_sigterm(signum, frame) -> None:
+    _SIGNALS["terminated"] = True
+    raise Terminated()
+
+
+def _default_sigterm_in_child() -> None:
+    """A process forked while a sub-command runs (a sweep's or accuracy's worker pool) ends on SIGTERM
+    as processes do, instead of raising the parent's :class:`Terminated`."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_default_sigterm_in_child)
+
+
+def interrupted_exit_code() -> int:
+    """The exit code of a sub-command stopped by a signal: 143 after SIGTERM, else 130 (Ctrl-C)."""
+    return EXIT_TERMINATED if _SIGNALS["terminated"] else EXIT_INTERRUPTED
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -71,7 +102,15 @@ def one_line(e: BaseException) -> str:
 def run_command(command: Callable[[Any], int], args: Any, prog: str = "wsim") -> int:
     """Run a parsed sub-command and return its exit code: bad input (:data:`INPUT_ERRORS`, an
     output that cannot be written) is one line and exit 2; Ctrl-C is 130; any other exception is a
-    bug of wsim, said so in one line with exit 1 (``WSIM_TRACEBACK=1`` re-raises it)."""
+    bug of wsim, said so in one line with exit 1 (``WSIM_TRACEBACK=1`` re-raises it). SIGTERM is
+    handled like Ctrl-C (:class:`Terminated`), with exit 143."""
+    import signal
+    import threading
+
+    _SIGNALS["terminated"] = False
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return command(args)
     except INPUT_ERRORS as e:
@@ -83,14 +122,17 @@ def run_command(command: Callable[[Any], int], args: Any, prog: str = "wsim") ->
         print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"\n{prog}: {'terminated (SIGTERM)' if _SIGNALS['terminated'] else 'interrupted'}", file=sys.stderr)
+        return interrupted_exit_code()
     except Exception as e:  # a bug: one line that says so; WSIM_TRACEBACK=1 shows where
         if os.environ.get("WSIM_TRACEBACK"):
             raise
         print(f"{prog}: internal error (a bug in wsim, not in your input): {type(e).__name__}: {one_line(e)} "
               "(set WSIM_TRACEBACK=1 to see where)", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 # ------------------------------------------------------------------------------------ arguments
@@ -113,28 +155,15 @@ def add_run_arguments(s: argparse.ArgumentParser, *, engine: bool = True) -> Non
                             "or reference (SimPy)")
 
 
-def check_output_file(text: str, option: str, suffixes: tuple[str, ...], what: str) -> Path:
-    """An output path that can be written as given: a file name (not a directory) with one of
-    ``suffixes``, in a directory that exists and is writable. Checked before a run, not after."""
-    p = Path(text)
-    if text.endswith(("/", os.sep)) or p.is_dir():
-        raise ConfigError(f"{option} {text!r}: is a directory; give a file name, e.g. "
-                          f"{p / ('run' + suffixes[0])}")
-    if not p.name.lower().endswith(suffixes):
-        raise ConfigError(f"{option} {text!r}: {what} are written as {', '.join(suffixes)} (the ending picks "
-                          "the format); give a file name with one of these endings")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"{option} {text!r}: directory {str(parent)!r} is not writable")
-    return p
-
-
 # ------------------------------------------------------------------------------------ SM lists
+#: SM numbers an SM list may name are below this: far above any GPU's SM count (148 on B200), it
+#: keeps a typo such as ``0-999999999999`` from expanding into a list of a trillion SMs.
+SM_NUMBER_LIMIT = 1 << 16
+
+
 def parse_sm_list(text: str, option: str = "--sms") -> list[int] | None:
     """``"0,1,4-7"`` -> [0, 1, 4, 5, 6, 7]; ``"all"`` -> None (every SM). ``option`` names the
-    flag in error messages."""
+    flag in error messages; SM numbers are below :data:`SM_NUMBER_LIMIT`."""
     if text.strip().lower() == "all":
         return None
     out: list[int] = []
@@ -147,19 +176,17 @@ def parse_sm_list(text: str, option: str = "--sms") -> list[int] | None:
             lo, hi = int(m.group(1)), int(m.group(2))
             if hi < lo:
                 raise ArgError(f"{option} {text!r}: range {part!r} runs backwards")
-            out += list(range(lo, hi + 1))
         elif part.isdigit():
-            out.append(int(part))
+            lo = hi = int(part)
         else:
             raise ArgError(f"{option} {text!r}: {part!r} is not an SM number or a range like 0-7")
+        if hi >= SM_NUMBER_LIMIT:
+            raise ArgError(f"{option} {text!r}: SM {hi} is not an SM of any GPU (SM numbers here are below "
+                           f"{SM_NUMBER_LIMIT:,}; give the SMs of the run, e.g. 0-7, or all)")
+        out += range(lo, hi + 1)
     if not out:
         raise ArgError(f"{option} {text!r}: no SMs given")
     return out
-
-
-def sms_in_run(cfg, arch: ArchSpec) -> int:
-    """How many SMs a run of resolved ``cfg`` uses: resident clusters x cluster size (SMs 0..n-1)."""
-    return make_scheduler(cfg, arch).resident_clusters * cfg.cluster_size
 
 
 def compact_sms(sms: list[int]) -> str:
@@ -331,19 +358,29 @@ def split_kv(text: str, flag: str) -> tuple[str, str]:
     return k.strip(), v.strip()
 
 
+def number_text(option: str, key: str, text: str) -> int | float:
+    """A number given as text on the command line: an integer or a decimal number, nothing else
+    (not nan, inf, true or a word)."""
+    t = text.strip()
+    if re.fullmatch(r"[+-]?\d+", t):
+        return int(t)
+    if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", t):
+        return float(t)
+    raise ConfigError(f"{option} {key}={text!r}: expected a number")
+
+
+def arch_overrides(pairs: list[tuple[str, str]], option: str = "--arch-set") -> dict[str, int | float]:
+    """``--arch-set NAME=VALUE`` pairs -> {constant: number} (every sub-command reads them here)."""
+    values: dict[str, int | float] = {}
+    for key, text in pairs:
+        if key == "name":
+            raise ConfigError(f"{option} name={text}: the architecture is chosen with --arch, not overridden")
+        values[key] = number_text(option, key, text)
+    return values
+
+
 def arch_from_args(name: str, overrides: list[str]) -> ArchSpec:
     """``--arch`` and its ``--arch-set NAME=VALUE`` overrides (numbers only)."""
     arch = get_arch(name)
-    if overrides:
-        values: dict[str, float] = {}
-        for o in overrides:
-            key, text = split_kv(o, "--arch-set")
-            try:
-                values[key] = int(text)
-            except ValueError:
-                try:
-                    values[key] = float(text)
-                except ValueError:
-                    raise ConfigError(f"--arch-set {key}={text!r}: must be a number") from None
-        arch = arch.with_overrides(values, origin="--arch-set")
-    return arch
+    values = arch_overrides([split_kv(o, "--arch-set") for o in overrides])
+    return arch.with_overrides(values, origin="--arch-set") if values else arch

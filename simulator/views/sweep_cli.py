@@ -9,8 +9,10 @@ each; CSV: a header of field names, one config per row, an empty cell = the defa
 file of wsim sweep or wsim tune, .csv/.json/.jsonl, whose result columns (index, arch, status,
 time_us, ..., rank, stage, ...) are skipped with a note, so that its configs run again); each ``--grid
 FIELD=V1,V2,...`` multiplies the list (or the single default config) by its values; ``--set
-FIELD=VALUE`` fixes a field everywhere. Rows go to ``--out`` as they finish (input order kept);
-without ``--out`` a short table is printed. Ctrl-C keeps the rows finished so far in ``--out``.
+FIELD=VALUE`` fixes a field everywhere (each field once: two axes on one field, or a ``--set`` of a
+grid field, is an error; so is an empty value). Rows go to ``--out`` as they finish (the closed file
+in input order); without ``--out`` a short table is printed. Ctrl-C (exit 130) and SIGTERM (143)
+keep the rows finished so far in ``--out``.
 Both the printed table and the file say which arch and constants produced the rows (arch, clock,
 overrides, fitted and estimated constants: a header block; a .json file's "constants" object, or
 the sidecar NAME.constants.json beside a .csv/.jsonl file).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import sys
 
 from simulator.engine.sweep import (
+    FORMATS,
     RESULT_FILE_COLUMNS,
     constants_path,
     expand_grid,
@@ -36,7 +39,15 @@ from simulator.kernels.config_io import config_from_mapping
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.provenance import arch_provenance, provenance_lines
-from simulator.views.run_args import add_batch_arguments, batch_options, note_core, split_kv
+from simulator.views.run_args import (
+    EXIT_TERMINATED,
+    add_batch_arguments,
+    batch_options,
+    check_output_file,
+    interrupted_exit_code,
+    note_core,
+    split_kv,
+)
 
 
 def add_sweep_parser(sub):
@@ -52,6 +63,32 @@ def add_sweep_parser(sub):
     return s
 
 
+def grid_and_set(grid_args: list[str], set_args: list[str], cls) -> tuple[list, dict]:
+    """``--grid FIELD=V1,V2,...`` axes and ``--set FIELD=VALUE`` values, checked: every value given
+    (no empty value; ``none`` only for a field derived when left out), one axis or value per field."""
+    given: dict[str, str] = {}
+
+    def claim(name: str, flag: str) -> None:
+        if name in given:
+            raise ConfigError(f"{flag} and {given[name]} both set {name}: give each field once (one --grid axis "
+                              f"with every value, e.g. --grid {name}=V1,V2,V3, or one --set)")
+        given[name] = flag
+
+    grid = []
+    for g in grid_args:
+        name, text = split_kv(g, "--grid")
+        if not text or any(v.strip() == "" for v in text.split(",")):
+            raise ConfigError(f"--grid {g!r}: empty value in the list (expected FIELD=V1,V2,...)")
+        claim(name, f"--grid {g}")
+        grid.append((name, [parse_value(cls, name, v, f"--grid {name}", empty_ok=False) for v in text.split(",")]))
+    fixed = {}
+    for a in set_args:
+        name, text = split_kv(a, "--set")
+        claim(name, f"--set {a}")
+        fixed[name] = parse_value(cls, name, text, f"--set {name}", empty_ok=False)
+    return grid, fixed
+
+
 def build_configs(args, cls, arch_name: str | None = None) -> list:
     base_list = [{}]
     if args.configs:
@@ -61,17 +98,7 @@ def build_configs(args, cls, arch_name: str | None = None) -> list:
                                      note=lambda m: print(f"wsim: note: {m}", file=sys.stderr))
     if args.configs and not base_list:
         raise ConfigError(f"--configs {args.configs}: no config in the file")
-    grid = []
-    for g in args.grid:
-        name, text = split_kv(g, "--grid")
-        if not text or any(v.strip() == "" for v in text.split(",")):
-            raise ConfigError(f"--grid {g!r}: empty value in the list (expected FIELD=V1,V2,...)")
-        values = [parse_value(cls, name, v, f"--grid {name}") for v in text.split(",")]
-        grid.append((name, values))
-    fixed = {}
-    for s in args.set:
-        name, text = split_kv(s, "--set")
-        fixed[name] = parse_value(cls, name, text, f"--set {name}")
+    grid, fixed = grid_and_set(args.grid, args.set, cls)
     out = []
     for i, base in enumerate(base_list):
         for d in expand_grid(base, grid):
@@ -84,7 +111,7 @@ def build_configs(args, cls, arch_name: str | None = None) -> list:
 def run_sweep_cmd(args) -> int:
     arch, opts = batch_options(args)
     if args.out:
-        out_format(args.out)
+        check_output_file(args.out, "--out", FORMATS, "result rows")
     cls = Sm100GemmConfig if arch.sm_version == 100 else Sm90GemmConfig
     configs = build_configs(args, cls, arch.name)
     note_core()
@@ -92,9 +119,10 @@ def run_sweep_cmd(args) -> int:
     try:
         rows = run_sweep(configs, arch, out=args.out, **opts)
     except KeyboardInterrupt:
+        code = interrupted_exit_code()
         where = f"; the rows finished so far are in {args.out}" if args.out else ""
-        print(f"wsim: sweep interrupted{where}", file=sys.stderr)
-        return 130
+        print(f"wsim: sweep {'terminated' if code == EXIT_TERMINATED else 'interrupted'}{where}", file=sys.stderr)
+        return code
     bad = [r for r in rows if not r.ok]
     print(f"wsim sweep: {len(configs)} config(s) on {arch.name}")
     print("\n".join(provenance_lines(arch_provenance(arch))))

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import sys
 
-from simulator.engine.sweep import constants_path, out_format
+from simulator.engine.sweep import FORMATS, constants_path, out_format
 from simulator.engine.tune import SEARCHES, tune
 from simulator.errors import ConfigError
 from simulator.kernels.space import SPACES
-from simulator.views.run_args import add_batch_arguments, batch_options, note_core, positive_int
+from simulator.views.run_args import (
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    add_batch_arguments,
+    batch_options,
+    check_output_file,
+    interrupted_exit_code,
+    note_core,
+    positive_int,
+)
 
 
 def add_tune_parser(sub):
@@ -47,7 +56,7 @@ def run_tune_cmd(args) -> int:
         raise ConfigError(f"--search={args.search!r}: unknown; valid: {', '.join(SEARCHES)}")
     arch, opts = batch_options(args)
     if args.out:
-        out_format(args.out)
+        check_output_file(args.out, "--out", FORMATS, "tables")
     note_core()
     res = tune(m, n, k, dtype=args.dtype, dtype_d=args.dtype_d, arch=arch, space=args.space, top=top,
                search=args.search, beam=beam, prune=False if args.no_prune else None, on_interrupt="return",
@@ -58,6 +67,13 @@ def run_tune_cmd(args) -> int:
         where = "" if out_format(args.out) == ".json" else f"; constants in {constants_path(args.out)}"
         print(f"\nthe whole table ({len(res.rows)} rows) written to {args.out}{where}")
     if res.interrupted:
-        print("wsim: tune interrupted: the table holds what had finished", file=sys.stderr)
-        return 130
-    return 0 if res.best is not None else 2
+        code = interrupted_exit_code()
+        print(f"wsim: tune {'terminated' if code == EXIT_TERMINATED else 'interrupted'}: the table holds what had "
+              "finished", file=sys.stderr)
+        return code
+    if res.best is None:
+        bad = next((r for r in res.rows if r.status == "error"), None)
+        why = f": e.g. rank {bad.extra.get('rank')}: {bad.error}" if bad is not None else ""
+        print(f"wsim: error: no candidate of M={m} N={n} K={k} could be simulated{why}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from simulator.engine.out_path import check_output_dir
 from simulator.errors import ConfigError
 
 from .cache import SimCache
@@ -41,7 +42,7 @@ def add_accuracy_parser(sub) -> None:
 def budgets(items: list[str], names: list[str], quick: bool) -> dict[str, float]:
     """``--budget`` values -> millions of estimated events per data set."""
     if items and not quick:
-        raise ConfigError(f"--budget {items[0]!r}: a budget only applies with --quick (the full run scores every row)")
+        raise ConfigError(f"--budget {items[0]}: applies to --quick (without it every row is scored)")
     out = dict.fromkeys(names, DEFAULT_BUDGET_MEVENTS)
     for item in items:
         key, _, val = item.rpartition("=")
@@ -50,43 +51,36 @@ def budgets(items: list[str], names: list[str], quick: bool) -> dict[str, float]
         except ValueError:
             raise ConfigError(f"--budget {item!r}: expected MEVENTS or DATA=MEVENTS (a number)") from None
         if not (num > 0 and num < float("inf")):
-            raise ConfigError(f"--budget {item!r}: the budget must be a finite number > 0")
+            raise ConfigError(f"--budget {item!r}: the budget must be a finite number > 0 (millions of events)")
         if key and key not in DATASETS:
             raise ConfigError(f"--budget {item!r}: unknown data set {key!r}; valid: {', '.join(DATASETS)}")
         if key and key not in names:
-            raise ConfigError(f"--budget {item!r}: data set {key!r} is not being scored (--data {' '.join(names)})")
+            raise ConfigError(f"--budget {item!r}: data set {key} is not being scored (--data {' --data '.join(names)})")
         for n in ([key] if key else names):
             out[n] = num
     return out
 
 
 def check_out_dir(path: str) -> Path:
-    """``--out`` as a directory that exists or can be made, and is writable (checked before the run)."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ConfigError(f"--out {path}: exists and is not a directory")
-    probe = p
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ConfigError(f"--out {path}: {probe} is not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {path}: {probe} is not writable")
+    """``--out``: a folder that exists or can be made and is writable, whose result files can be
+    overwritten (checked before the run, so that no finished run is lost to a typo)."""
+    p = check_output_dir(path, "--out")
     for name in OUT_FILES:
         f = p / name
         if f.exists() and (f.is_dir() or not os.access(f, os.W_OK)):
-            raise ConfigError(f"--out {path}: {f} cannot be overwritten")
+            raise ConfigError(f"--out {path!r}: {str(f)!r} cannot be overwritten")
     return p
 
 
 def check_args(args) -> tuple[list[str], dict[str, float], Path | None]:
     names = list(dict.fromkeys(args.data or DATASETS))
     if args.jobs < 0:
-        raise ConfigError(f"--jobs {args.jobs}: must be >= 0 (0: all cores)")
-    if args.gemm_model is not None and not Path(args.gemm_model).is_dir():
-        raise ConfigError(f"--gemm-model {args.gemm_model}: no such directory")
+        raise ConfigError(f"--jobs {args.jobs}: must be >= 0 (0 = every core)")
     if args.gemm_model is not None and "b200" not in names:
-        raise ConfigError(f"--gemm-model {args.gemm_model}: only the b200 data set reads it (--data {' '.join(names)})")
+        raise ConfigError(f"--gemm-model {args.gemm_model}: applies to the b200 data set, which is not being "
+                          f"scored (--data {' --data '.join(names)})")
+    if args.gemm_model is not None and not Path(args.gemm_model).is_dir():
+        raise ConfigError(f"--gemm-model {args.gemm_model!r}: no such directory (a checkout of hbarclay/gemm-model)")
     return names, budgets(args.budget, names, args.quick), check_out_dir(args.out) if args.out else None
 
 
@@ -95,10 +89,13 @@ def run_accuracy(args) -> int:
         print(f"wsim accuracy: {msg}", file=sys.stderr, flush=True)
 
     names, budget, out = check_args(args)
+    datasets = [DATASETS[name](args.gemm_model if name == "b200" else None) for name in names]
+    if not any(ds.rows for ds in datasets):
+        raise ConfigError("no data set asked for can be scored: " + "; ".join(
+            f"{ds.name}: {'; '.join(ds.skipped) or 'no rows'}" for ds in datasets))
     cache = SimCache(enabled=not args.no_cache, engine=args.engine)
     results = []
-    for name in names:
-        ds = DATASETS[name](args.gemm_model if name == "b200" else None)
+    for name, ds in zip(names, datasets, strict=True):
         rows, subset = ds.rows, f"all {len(ds.rows)}"
         if args.quick and rows:
             rows = quick_subset(rows, int(budget[name] * 1e6))
@@ -107,9 +104,6 @@ def run_accuracy(args) -> int:
                       f"shapes: {', '.join(shapes)})")
         log(f"{name}: {len(rows)} row(s)" + (f"; not run: {ds.skipped[0]}" if not ds.rows and ds.skipped else ""))
         results.append(evaluate_dataset(ds, rows, subset, cache=cache, engine=args.engine, procs=args.jobs, log=log))
-    if not any(r.rows for r in results) and args.data:
-        raise ConfigError("no data set could be scored: " + "; ".join(
-            f"{r.ds.name}: {'; '.join(r.ds.skipped) or 'no rows'}" for r in results))
     command = getattr(args, "command_line", None) or ("wsim accuracy " + " ".join(sys.argv[2:])).strip()
     text = format_report(results, command=command, engine=args.engine)
     print(text)
@@ -133,8 +127,5 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(["accuracy", *argv])
     args.command_line = ("python -m validation.accuracy " + " ".join(argv)).strip()
-    try:
-        return run_accuracy(args)
-    except ConfigError as e:
-        print(f"wsim accuracy: error: {e}", file=sys.stderr)
-        return 2
+    from simulator.views.run_args import run_command
+    return run_command(run_accuracy, args, prog="python -m validation.accuracy")
