@@ -91,7 +91,8 @@ class OptionalBuildExt(build_ext):
             return
         digests = {name: native.source_digest(name, ROOT) for name in native.HOT_MODULES}
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"modules": digests}, indent=1) + "\n")
+        import Cython
+        record.write_text(json.dumps({"modules": digests, "cython": Cython.__version__}, indent=1) + "\n")
         _say(f"compiled the simulator core ({len(digests)} modules); record in {record}")
 
 

@@ -65,7 +65,7 @@ def main() -> None:
     for label, kw in shapes:
         res = simulate(cls(**kw), arch)
         print(row(label, res))
-    print("\nconstants: " + "; ".join(f"{c.name}={c.value:g} {c.unit} [{c.kind}]" for c in arch.constants()))
+    print("\nconstants: " + "; ".join(f"{c.name}={c.value:g} {c.unit} [{c.label}]" for c in arch.constants()))
 
 
 if __name__ == "__main__":

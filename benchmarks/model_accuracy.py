@@ -1,9 +1,8 @@
-"""How close is the model to measured GEMM times? Every row, beside the roofline (and a published model).
+"""How close is the model to measured GEMM times? Every row, beside the baselines.
 
-A per-row view of what ``wsim accuracy`` scores (validation/accuracy.py does the work: the same
-data sets, configs, clocks, harness model and leave-one-shape-out fitted constants): for each
-measured row, the model's prediction, the wave-quantised roofline at the same clock and, for the
-B200 rows, hbarclay/gemm-model's own prediction, each as predicted / measured.
+A per-row view of what ``wsim accuracy`` scores (:mod:`validation.accuracy` does the work: the same
+data sets, configs, clocks and leave-one-shape-out constants, the same baselines on the same rows):
+for each measured row, every predictor as predicted / measured.
 
     python benchmarks/model_accuracy.py --data h200            # our H200 timings
     python benchmarks/model_accuracy.py --data b200 --quick    # gemm-model's B200 fp16 rows, a subset
@@ -15,7 +14,9 @@ import argparse
 
 import numpy as np
 
-from validation.accuracy import DATASETS, Score, SimCache, evaluate, quick_subset, simulate_dataset
+from validation.accuracy import DATASETS, evaluate_dataset, quick_subset
+from validation.accuracy.cache import SimCache
+from validation.accuracy.report import scores
 
 
 def main() -> None:
@@ -31,20 +32,22 @@ def main() -> None:
         print(f"no rows: {'; '.join(ds.skipped)}")
         return
     print(f"{ds.title}\nsource: {ds.source}\n")
-    res = evaluate(ds, rows, simulate_dataset(ds, rows, jobs=args.jobs, cache=SimCache()), f"{len(rows)} rows")
+    res = evaluate_dataset(ds, rows, f"{len(rows)} rows", cache=SimCache(), procs=args.jobs)
     names = list(res.predictors())
-    print(f"{'row':<44} {'class':<24} {'measured us':>11} " + " ".join(f"{n + '/meas':>15}" for n in names))
+    print(f"{'row':<44} {'class':<24} {'measured us':>11} " + " ".join(f"{n[:14] + '/meas':>19}" for n in names))
     for i, r in enumerate(rows):
-        ratios = " ".join(f"{p[i] / r.measured_us:15.3f}" for p in res.predictors().values())
-        print(f"{r.label:<44} {r.row_class:<24} {r.measured_us:11.1f} {ratios}")
+        ratios = " ".join(f"{p[i] / r.measured_us:19.3f}" for p in res.predictors().values())
+        print(f"{r.label:<44} {r.row_class:<24} {r.measured_us:11.1f} {ratios}"
+              + ("" if res.keep[i] else "   (left out of the scores)"))
     print()
-    for n, p in res.predictors().items():
-        s = Score.of(p, res.measured_us)
-        print(f"{n:<12} {s.n} rows: MAPE {s.mape:.1f}%, max {s.max_err:.1f}%, bias {s.bias:+.1f}%, "
-              f"Spearman {s.spearman:.3f}, pred/meas median {np.nanmedian(p / res.measured_us):.3f}")
-    if res.fit is not None:
-        print("wsim is scored leave-one-shape-out; fitted on all rows: "
-              + ", ".join(f"{k} = {v:g} [fitted]" for k, v in res.fit.constants.items()))
+    k = res.keep
+    for n, s in scores(res).items():
+        p = res.predictors()[n][k]
+        print(f"{n:<30} {s.n} rows: MAPE {s.mape:.1f}%, max {s.max_err:.1f}%, bias {s.bias:+.1f}%, "
+              f"Spearman {s.spearman:.3f}, pred/meas median {np.median(p / res.measured_us[k]):.3f}")
+    if res.plan is not None:
+        print("wsim is scored leave-one-shape-out; made on all rows: "
+              + ", ".join(f"{c} = {v:g}" for c, v in res.plan.all_rows.items()))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The SM100 model against published Blackwell (B200) figures.
 
 No Blackwell GPU is available here, so the SM100 model is checked against what others measured
-(shared/reference/published-figures.md). Three checks, each printed as model / published:
+(SemiAnalysis microbench-blackwell, github.com/SemiAnalysisAI/microbench-blackwell, and the others
+``simulator/machine/arch.py`` cites). Three checks, each printed as model / published:
 
 1. tcgen05.mma issue intervals: the model's per-instruction cost (FLOPs at the tensor-core rate or
    SMEM operand bytes at the SMEM rate, whichever is slower) for the shapes SemiAnalysis measured.
@@ -36,7 +37,7 @@ MMA_CASES = [
     ("1-SM SS 128x128x16", dict(mma_tile_m=128, mma_tile_n=128, use_2sm=False, cluster_m=1), 64.0),
     ("1-SM SS 128x64x16", dict(mma_tile_m=128, mma_tile_n=64, use_2sm=False, cluster_m=1), 48.0),
 ]
-# published-figures.md: 1413-2088 cycles over 1-8 KiB (1 KiB lowest, 8 KiB highest), 5405 at 64 KiB, 9559 at 128 KiB
+# SemiAnalysis microbench-blackwell tma2d_latency/tma2d_lat_results.csv: 1413-2088 cycles over 1-8 KiB (1 KiB lowest, 8 KiB highest), 5405 at 64 KiB, 9559 at 128 KiB
 TMA_CASES = [(1024, (1413, 1413)), (8192, (2088, 2088)), (65536, (5405, 5405)), (131072, (9559, 9559))]
 
 

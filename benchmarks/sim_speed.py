@@ -1,4 +1,4 @@
-"""How fast is the simulator? Wall time and events of the issue-9 runs, as ratios to bare SimPy.
+"""How fast is the simulator? Wall time and events of the README's speed runs, as ratios to bare SimPy.
 
     python benchmarks/sim_speed.py            # all runs, the 100-config sweep and a profile (~2-4 min on 2 cores)
     python benchmarks/sim_speed.py --quick    # without SM100 16384^3 and the sweep
@@ -132,7 +132,7 @@ def main() -> None:
         _run("SM100 16384^3", Sm100GemmConfig(m=16384, n=16384, k=16384), "fast", floor_s, rows)
     print(f"\nfast vs reference on the default run: results {same}; "
           f"{rows[0][3] / rows[1][3]:.1f}x faster")
-    print("targets (issue 9): SM100 default <= 1.0x, SM90 8192^3 <= 2x, SM100 16384^3 <= 8x the floor")
+    print("targets: SM100 default <= 1.0x, SM90 8192^3 <= 2x, SM100 16384^3 <= 8x the floor")
 
     if not args.quick:
         if importlib.util.find_spec("simulator.engine.sweep") is None:

@@ -63,6 +63,14 @@ def source_digest(module: str, root: Path = _ROOT) -> str:
     return h.hexdigest()
 
 
+def build_record() -> dict:
+    """What setup.py recorded of the last build (module digests, Cython version), or {}."""
+    try:
+        return json.loads((_PACKAGE_DIR / BUILD_RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def _extension_path(module: str) -> Path | None:
     base = source_path(module)
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:

@@ -1,5 +1,6 @@
-"""wsim accuracy: the harness model, the metrics, the fit and its cross-validation, the roofline, the
-clock input, and (when the public data is present) the gemm-model B200 rows. CPU only."""
+"""wsim accuracy: metrics on common rows, constants made per fold (surrogate fit, derived ones),
+the exact one-parameter fits, the cache key, a data set scored end to end at its fold's constants,
+the command's checks, and (where the public data is present) the gemm-model B200 rows. CPU only."""
 
 import math
 
@@ -12,34 +13,18 @@ from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec
 from simulator.machine.clocks import SUSTAINED_CLOCKS, parse_clock, with_clock
-from validation.accuracy import (
-    DataSet,
-    Row,
-    Score,
-    SimOutcome,
-    evaluate,
-    fit_and_cross_validate,
-    harness_time,
-    quick_subset,
-    spearman,
+from validation.accuracy import DataSet, Row, Score, quick_subset, spearman
+from validation.accuracy.fitting import (
+    DerivedConstant,
+    FittedConstant,
+    Surrogate,
+    grid_fit,
+    leave_one_shape_out,
+    mape_offset,
+    mape_scale,
+    plan_folds,
 )
-
-
-# ------------------------------------------------------------------------------------ harness
-def test_harness_host_bound_measures_the_launch_interval():
-    # GPU 5 us per launch, host 18 us per launch: the GPU idles between launches.
-    assert harness_time(5.0, 18.0, warmup=2, iters=5) == pytest.approx(18.0)
-
-
-def test_harness_gpu_bound_measures_the_kernel():
-    assert harness_time(200.0, 18.0, warmup=2, iters=5) == pytest.approx(200.0)
-
-
-def test_harness_is_monotone_and_vectorised():
-    g = np.array([1.0, 10.0, 17.0, 19.0, 25.0, 100.0])
-    t = harness_time(g, 18.0)
-    assert np.all(np.diff(t) >= 0)
-    assert np.all(t >= np.maximum(g, 18.0) - 1e-9)
+from validation.accuracy.scoring import common_rows
 
 
 # ------------------------------------------------------------------------------------ metrics
@@ -49,58 +34,87 @@ def test_spearman_and_score():
     assert spearman([1, 1, 2], [1, 1, 2]) == pytest.approx(1.0)        # ties averaged
     s = Score.of([110, 90, 100], [100, 100, 100])
     assert (s.n, s.mape, s.max_err, s.bias) == (3, pytest.approx(20 / 3), pytest.approx(10), pytest.approx(0))
-    assert Score.of([np.nan, 100], [100, 100]).n == 1
 
 
-# ---------------------------------------------------------------------------- fit and its CV
-def _synthetic(shapes=6, per_shape=4, h=18.0, o=3.0):
-    arch = ArchSpec.b200()
-    cfg = Sm100GemmConfig(m=1024, n=1024, k=1024)
-    rows, gpu = [], []
+def test_score_refuses_rows_a_predictor_lacks_and_common_rows_names_them():
+    with pytest.raises(ValueError, match="common rows"):
+        Score.of([np.nan, 100], [100, 100])
+    keep, out = common_rows({"a": np.array([1.0, np.nan, 3.0]), "b": np.array([1.0, 2.0, np.nan])},
+                            ["r0", "r1", "r2"], {"b": {2: "no estimate"}})
+    assert keep.tolist() == [True, False, False]
+    assert out == ["r1: a: no prediction", "r2: b: no estimate"]
+
+
+# ------------------------------------------------------------------------- surrogate and folds
+_TMA = FittedConstant("tma_load_bytes_per_clk_per_sm", "B/clk/SM", np.arange(60.0, 128.1, 4.0), "",
+                      simulated=(72.0, 108.0), scale="inv")
+_EPI = FittedConstant("epilogue_subtile_sync_cycles", "cycles", np.arange(200.0, 1400.1, 100.0), "",
+                      simulated=(300.0, 1000.0))
+_LAUNCH = FittedConstant("launch_overhead_ns", "ns", np.arange(0.0, 10_001.0, 500.0), "")
+
+
+def _truth(bytes_, subtiles, tma, epi):
+    """A kernel time exactly linear in 1/TMA rate and in the epilogue cost (what the surrogate assumes)."""
+    return bytes_ / tma + subtiles * epi / 1e3
+
+
+def _synthetic(shapes=6, per_shape=4, tma=90.0, epi=500.0, launch=3000.0):
     rng = np.random.default_rng(0)
-    for s in range(shapes):
-        for c in range(per_shape):
-            g = float(rng.uniform(2, 200))
-            gpu.append(g)
-            meas = float(harness_time(g + o, h))
-            rows.append(Row("t", f"{s}-{c}", f"s{s} c{c}", f"s{s}", "all", cfg, arch, meas))
-    ds = DataSet("t", "synthetic", "", rows, harness=lambda g, c: harness_time(g + c["o"], c["h"]),
-                 fit_grid={"h": np.arange(10.0, 30.01, 0.5), "o": np.arange(0.0, 10.01, 0.5)})
-    return ds, np.array(gpu)
+    cfg, arch = Sm100GemmConfig(m=1024, n=1024, k=1024), ArchSpec.b200()
+    b, s = rng.uniform(100, 5000, shapes * per_shape), rng.uniform(1, 50, shapes * per_shape)
+    grid = np.array([[_truth(b, s, t, e) for e in _EPI.simulated] for t in _TMA.simulated])
+    meas = _truth(b, s, tma, epi) + launch / 1e3
+    rows = [Row("t", str(i), f"s{i // per_shape} c{i % per_shape}", f"s{i // per_shape}", "all", cfg, arch, float(m))
+            for i, m in enumerate(meas)]
+    return rows, Surrogate((_TMA, _EPI), grid)
 
 
-def test_fit_recovers_the_harness_constants_and_cross_validates():
-    ds, gpu = _synthetic()
-    fit = fit_and_cross_validate(ds, ds.rows, gpu)
-    assert fit.constants["h"] == pytest.approx(18.0, abs=0.1)
-    assert fit.constants["o"] == pytest.approx(3.0, abs=0.1)
-    assert fit.cv_score.n == len(ds.rows) and fit.cv_score.mape < 0.5
+def test_surrogate_is_exact_at_its_corners_and_linear_in_its_scales():
+    rows, sur = _synthetic()
+    allr = np.ones(len(rows), bool)
+    for corner, (i, j) in zip(sur.corners(), [(0, 0), (0, 1), (1, 0), (1, 1)], strict=True):
+        got = sur.kernel({k: np.array([v]) for k, v in corner.items()}, allr)[0]
+        assert np.array_equal(got, sur.kernel_us[i, j])
+    mid = sur.kernel({_TMA.name: np.array([90.0]), _EPI.name: np.array([650.0])}, allr)[0]
+    b_over = (sur.kernel_us[1, 0] - sur.kernel_us[0, 0]) / (1 / 108 - 1 / 72)
+    assert np.allclose(mid, sur.kernel_us[0, 0] + b_over * (1 / 90 - 1 / 72) + (sur.kernel_us[0, 1] - sur.kernel_us[0, 0]) / 2)
 
 
-def test_cross_validated_rows_never_see_their_own_shape():
-    """A shape whose measurement is off by 2x cannot pull its own prediction: LOSO predicts it
-    with constants fitted on the others, so its error stays ~50% while the fit on all rows is bent."""
-    ds, gpu = _synthetic()
-    for r in ds.rows:
-        if r.shape == "s0":
-            r.measured_us *= 2.0
-    fit = fit_and_cross_validate(ds, ds.rows, gpu)
-    s0 = np.array([r.shape == "s0" for r in ds.rows])
-    meas = np.array([r.measured_us for r in ds.rows])
-    cv_err = np.abs(fit.cv_pred_us[s0] / meas[s0] - 1)
-    assert np.all(cv_err > 0.4)
+def test_grid_fit_recovers_the_constants_the_rows_were_made_with():
+    rows, sur = _synthetic()
+    meas = np.array([r.measured_us for r in rows])
+    got = grid_fit((_LAUNCH, _TMA, _EPI), sur, None, meas, np.ones(len(rows), bool))
+    assert got[_TMA.name] == pytest.approx(90.0, abs=0.5)
+    assert got[_EPI.name] == pytest.approx(500.0, abs=15)
+    assert got[_LAUNCH.name] == pytest.approx(3000.0, abs=100)
 
 
-def test_evaluate_scores_model_roofline_and_baselines_side_by_side():
-    ds, gpu = _synthetic(shapes=3, per_shape=2)
-    for r in ds.rows:
-        r.baselines["pub"] = r.measured_us * 1.1
-    ds.baseline_names = ("pub",)
-    sim = [SimOutcome(1.0, g, g + 4, 10, 0.0, "reference", True) for g in gpu]
-    res = evaluate(ds, ds.rows, sim, "all")
-    preds = res.predictors()
-    assert set(preds) == {"wsim", "roofline", "pub"}
-    assert Score.of(preds["pub"], res.measured_us).mape == pytest.approx(10.0)
+def test_every_fold_is_made_without_its_own_shape():
+    """A derived constant (a median of a measured value) with one shape's values far off: the fold
+    that holds that shape out never sees them, every other fold does."""
+    rows, _ = _synthetic(shapes=4, per_shape=3)
+    for r in rows:
+        r.measured["x"] = 1000.0 if r.shape == "s0" else 1.0
+    ds = DataSet("t", "t", "", rows, derived=(DerivedConstant("launch_overhead_ns", "ns",
+                                                              lambda rs: max(r.measured["x"] for r in rs), ""),))
+    plan = plan_folds(ds, rows, None)
+    assert plan.all_rows["launch_overhead_ns"] == 1000.0
+    assert plan.of("s0")["launch_overhead_ns"] == 1.0
+    assert all(plan.of(s)["launch_overhead_ns"] == 1000.0 for s in ("s1", "s2", "s3"))
+
+
+def test_one_parameter_fits_are_the_mape_optimum():
+    rng = np.random.default_rng(1)
+    pred, meas = rng.uniform(5, 100, 40), rng.uniform(5, 100, 40)
+    b, s = mape_offset(pred, meas), mape_scale(pred, meas)
+
+    def mape(p):
+        return np.mean(np.abs(p / meas - 1))
+    assert all(mape(pred + b) <= mape(pred + x) + 1e-12 for x in np.linspace(0, 100, 2001))
+    assert all(mape(pred * s) <= mape(pred * x) + 1e-12 for x in np.linspace(0.1, 10, 2001))
+    cv, params = leave_one_shape_out(mape_scale, lambda p, q: p * q, pred, meas, np.repeat(np.arange(8), 5))
+    assert len(params) == 8 and np.isfinite(cv).all()
+    assert params[0] == mape_scale(pred[5:], meas[5:])
 
 
 def test_quick_subset_keeps_whole_shapes_within_budget_and_every_affordable_class():
@@ -181,13 +195,13 @@ def test_gemm_model_own_predictions_reproduce_its_published_error(b200_rows):
     from validation.b200_data import load_predictions
     pred = load_predictions("l2hit")
     err = [abs(pred[r.index] / r.runtime_us - 1) for r in b200_rows]
-    assert 100 * np.mean(err) == pytest.approx(15.0, abs=0.1)     # issue 10: 15.0% on all 640 rows
+    assert 100 * np.mean(err) == pytest.approx(15.0, abs=0.1)     # gemm-model's own model: 15.0% on all 640 rows
     assert math.isfinite(max(err))
 
 
 def test_simulate_and_cli_take_the_clock(capsys):
     from simulator.engine import simulate
-    from simulator.views.cli import main
+    from wsim.cli import main
     cfg = Sm100GemmConfig(m=512, n=512, k=512)
     a = simulate(cfg, clock="max")
     b = simulate(cfg, clock=1.0)
@@ -213,30 +227,190 @@ def test_accuracy_scatter_writes_a_log_log_png(tmp_path):
     assert [t.get_text().split(":")[0] for t in ax.get_legend().get_texts()][:2] == ["a", "b"]
 
 
-def test_cache_key_of_one_kernel_ignores_the_other_kernels_modules(tmp_path, monkeypatch):
-    """A change to sm90_tma_ws.py re-simulates SM90 rows only; a shared module re-simulates both."""
+
+# -------------------------------------------------------------------------------- cache key
+def test_cache_key_covers_every_model_source_the_engine_and_the_versions(tmp_path, monkeypatch):
     import shutil
 
-    import validation.accuracy as acc
-    root = tmp_path / "repo"
-    for folder in acc.MODEL_SOURCES:
-        shutil.copytree(acc.ROOT / folder, root / folder, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    monkeypatch.setattr(acc, "ROOT", root)
-    before = {sm: acc.model_hash(sm) for sm in (100, 90)}
-    assert before[100] != before[90]
-    with (root / "simulator/kernels/sm90_tma_ws.py").open("a") as f:
-        f.write("\n# changed\n")
-    assert acc.model_hash(100) == before[100] and acc.model_hash(90) != before[90]
-    with (root / "simulator/protocol/mbarrier.py").open("a") as f:
-        f.write("\n# changed\n")
-    assert acc.model_hash(100) != before[100]
+    from validation.accuracy import cache
+    src = tmp_path / "simulator"
+    shutil.copytree(cache.SOURCE_DIR, src, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    monkeypatch.setattr(cache, "SOURCE_DIR", src)
+    monkeypatch.setattr(cache, "ROOT", tmp_path)
+    base = cache.model_hash("fast")
+    assert cache.model_hash("reference") != base
+    for f in ("machine/arch.py", "kernels/sm100_tma_ws.pxd", "protocol/mbarrier.py", "views/report.py"):
+        before = cache.model_hash("fast")
+        with (src / f).open("a") as fh:
+            fh.write("\n# changed\n")
+        assert cache.model_hash("fast") != before, f
+    parts = cache.key_parts("fast")
+    assert {"python", "numpy", "simpy", "core", "cython", "engine"} <= set(parts)
 
 
-def test_sim_cache_writes_each_kernels_rows_to_its_own_file(tmp_path):
-    from validation.accuracy import SimCache
+def test_cache_key_changes_with_a_dependency_version(monkeypatch):
+    from validation.accuracy import cache
+    before = cache.model_hash("fast")
+    real = cache._versions
+    monkeypatch.setattr(cache, "_versions", lambda: {**real(), "simpy": "0.0"})
+    assert cache.model_hash("fast") != before
+
+
+def test_sim_cache_round_trips_and_skips_a_cut_line(tmp_path):
+    from validation.accuracy.cache import SimCache, SimOutcome
     c = SimCache(tmp_path)
-    c.put("k100", {"cycles": 1.0}, 100)
-    c.put("k90", {"cycles": 2.0}, 90)
+    c.put("k", SimOutcome(1.0, 2.0, 3, 0.1, "fast", True))
+    with c.path.open("a") as f:
+        f.write('["cut", {"cyc')
     again = SimCache(tmp_path)
-    assert again.get("k100") == {"cycles": 1.0} and again.get("k90") == {"cycles": 2.0}
-    assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == ["sm100", "sm90"]
+    assert again.get("k") == SimOutcome(1.0, 2.0, 3, 0.1, "fast", True) and again.get("cut") is None
+
+
+# ------------------------------------------------------------------- a data set end to end
+def _tiny_h200(tmp_path):
+    """Two small shapes x two configs of the SM90 model, 'measured' 10% above a launch of 3 us."""
+    from validation.accuracy.datasets import H200_DERIVED
+    rows = []
+    base = ArchSpec.h200().with_overrides({"clock_ghz": 1.5}, origin="test clock")
+    for m, n, k in ((256, 256, 512), (512, 256, 256)):
+        for tile_n in (64, 128):
+            cfg = Sm90GemmConfig(m=m, n=n, k=k, tile_n=tile_n, cluster_m=1, dtype_ab="fp16", dtype_c="fp16",
+                                 dtype_d="fp16")
+            shape = f"fp16 {m}x{n}x{k}"
+            rows.append(Row("h200", f"{shape} {tile_n}", f"{shape} {tile_n}", shape, f"t{tile_n}", cfg, base,
+                            20.0 + tile_n / 64, measured={"event_minus_span_us": 3.0 + (m == 512)}))
+    return DataSet("h200", "tiny", "test", rows, derived=H200_DERIVED)
+
+
+def test_a_data_set_is_scored_at_each_folds_constants_by_real_simulations(tmp_path):
+    from simulator.engine import simulate
+    from validation.accuracy import evaluate_dataset
+    from validation.accuracy.cache import SimCache
+    ds = _tiny_h200(tmp_path)
+    res = evaluate_dataset(ds, ds.rows, "all", cache=SimCache(tmp_path), procs=1)
+    assert res.keep.all() and res.left_out == []
+    for i, r in enumerate(ds.rows):
+        c = res.fold_constants(i)
+        other = 4000.0 if r.shape.startswith("fp16 256") else 3000.0     # the other shape's median, in ns
+        assert c == {"clock_ghz": 1.5, "launch_overhead_ns": other}
+        sim = simulate(r.config, ArchSpec.h200().with_overrides(c))
+        assert res.wsim_us[i] == sim.time_ns / 1e3                      # bit for bit
+        roof = roofline(r.config, r.arch).time_ns / 1e3
+        assert res.baselines["roofline"][i] == roof + other / 1e3        # the same launch term
+    assert set(res.predictors()) >= {"wsim", "roofline", "roofline, own intercept"}
+    assert res.plan.all_rows == {"launch_overhead_ns": 3500.0}
+
+
+def test_a_failed_simulation_leaves_the_row_out_of_every_score(tmp_path, monkeypatch):
+    from validation.accuracy import evaluate_dataset
+    from validation.accuracy import simulate as simmod
+    from validation.accuracy.cache import SimCache, SimOutcome
+    ds = _tiny_h200(tmp_path)
+    real = simmod._simulate_one
+
+    def fail_first(args):
+        key, job, engine = args
+        if job.config.tile_n == 64 and job.config.m == 256:
+            return key, SimOutcome(float("nan"), float("nan"), 0, 0.0, engine, False, "boom")
+        return real(args)
+    monkeypatch.setattr(simmod, "_simulate_one", fail_first)
+    res = evaluate_dataset(ds, ds.rows, "all", cache=SimCache(tmp_path), procs=1)
+    assert res.keep.tolist() == [False, True, True, True]
+    assert res.left_out == ["fp16 256x256x512 64: wsim: the simulation failed: boom"]
+    from validation.accuracy.report import scores
+    assert {s.n for s in scores(res).values()} == {3}
+
+
+# ------------------------------------------------------------------------------- the command
+@pytest.mark.parametrize("argv, message", [
+    (["--budget", "5"], "only applies with --quick"),
+    (["--quick", "--data", "h200", "--budget", "b200=5"], "not being scored"),
+    (["--quick", "--budget", "inf"], "finite number > 0"),
+    (["--quick", "--jobs", "-1"], "--jobs -1: must be >= 0"),
+    (["--data", "b200", "--gemm-model", "/nonexistent/dir"], "no such directory"),
+    (["--data", "b200", "--gemm-model", "/nonexistent/dir"], "/nonexistent/dir"),
+])
+def test_accuracy_flags_are_checked_before_anything_runs(argv, message, capsys):
+    from validation.accuracy import main
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_accuracy_out_is_checked_before_the_run(tmp_path, capsys):
+    from validation.accuracy import main
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert main(["--quick", "--out", str(f)]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
+    assert main(["--quick", "--out", str(f / "sub")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+
+
+def test_accuracy_fails_when_the_only_data_set_asked_for_cannot_run(tmp_path, capsys):
+    from validation.accuracy import main
+    assert main(["--quick", "--data", "b200", "--gemm-model", str(tmp_path)]) == 2
+    assert "no data set could be scored" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- what ships is what is scored
+RESULTS = __import__("pathlib").Path(__file__).resolve().parent.parent / "validation" / "results"
+
+
+def _committed(name: str):
+    import json
+    p = RESULTS / "accuracy.json"
+    data = json.loads(p.read_text())["datasets"].get(name) or {}
+    if not data.get("rows"):
+        pytest.skip(f"no {name} rows in {p}")
+    return data["rows"]
+
+
+def _resimulated(row: dict, cfg, arch) -> float:
+    from simulator.engine import simulate
+    return simulate(cfg, arch.with_overrides(row["constants"])).time_ns / 1e3
+
+
+def test_committed_h200_predictions_are_simulate_at_their_printed_constants():
+    from validation.accuracy.datasets import load_h200
+    rows = {r.key: r for r in load_h200().rows}
+    sample = [r for r in _committed("h200") if r["scored"]]
+    sample = sorted(sample, key=lambda r: rows[r["key"]].est_events)[:: max(1, len(sample) // 12)][:12]
+    for row in sample:
+        assert _resimulated(row, rows[row["key"]].config, ArchSpec.h200()) == row["wsim_us"], row["label"]
+
+
+def test_committed_b200_predictions_are_simulate_at_their_printed_constants():
+    from validation.b200_data import row_from_label
+    sample = [r for r in _committed("b200") if r["scored"]]
+    cheap = sorted(sample, key=lambda r: r["cycles"])[:: max(1, len(sample) // 40)][:8]
+    for row in cheap:
+        cfg = row_from_label(row["label"]).config()
+        assert _resimulated(row, cfg, ArchSpec.b200()) == row["wsim_us"], row["label"]
+
+
+@pytest.mark.slow
+def test_quick_figures_come_out_identical_from_an_empty_cache(tmp_path):
+    """CI re-runs the committed quick H200 figures from nothing: every score and every row."""
+    import json
+
+    from validation.accuracy import main
+    from validation.accuracy.baselines import nvmh
+    committed_path = RESULTS / "quick" / "accuracy.json"
+    committed = json.loads(committed_path.read_text())
+    cmd = committed["command"].split()
+    assert cmd[:2] == ["wsim", "accuracy"] and "--out" in cmd
+    argv = cmd[2:cmd.index("--out")] + ["--out", str(tmp_path), "--no-cache"]
+    assert main(argv) == 0
+    fresh = json.loads((tmp_path / "accuracy.json").read_text())
+    got, want = fresh["datasets"]["h200"], committed["datasets"]["h200"]
+    if nvmh.unavailable():      # the optional baseline: compare everything else
+        for d in (got, want):
+            d["scores"] = {k: v for k, v in d["scores"].items() if not k.startswith("nvMatmul")}
+            d["by_class"] = {c: {k: v for k, v in s.items() if not k.startswith("nvMatmul")}
+                             for c, s in d["by_class"].items()}
+            d["rows"] = [{k: v for k, v in r.items() if not k.startswith("nvMatmul")} for r in d["rows"]]
+            d["notes"] = [n for n in d["notes"] if "nvMatmul" not in n]
+    assert got["scores"] == want["scores"]
+    assert got["by_class"] == want["by_class"]
+    assert got["rows"] == want["rows"]
+    assert got["constants"] == want["constants"]

@@ -40,7 +40,7 @@ def test_b200_values():
     assert B200.hbm_bytes_per_s.value == pytest.approx(7.29e12, rel=1e-3)   # measured; bus figure 7.67e12
     assert B200.hbm_bytes_per_s.kind == "microbenchmark"
     assert B200.gpc_count.value == 8
-    assert B200.l2_bytes_per_s.kind == "estimate"
+    assert B200.l2_bytes_per_s.kind == "chosen"      # 19 TB/s: what gemm-model's rows read at most
     assert B200.clc_query_latency_cycles.kind == "estimate"
     assert B200.max_cluster_size.value == 16
     assert "SemiAnalysis" in B200.mma_flops_per_clk_per_sm.source
@@ -58,6 +58,42 @@ def test_h200_values():
     assert H200.hbm_latency_cycles.value == pytest.approx(699.6)
     assert H200.hbm_latency_cycles.kind == "measured-here"
     assert "h200_microbench_v2.json" in H200.hbm_latency_cycles.source
+
+
+#: Constants chosen (or derived) while looking at the rows that score the model, and those rows.
+CHOSEN = {("B200", "l2_bytes_per_s"): "gemm-model", ("B200", "gpc_count"): "gemm-model",
+          ("H200", "l2_bytes_per_s"): "h200_campaign.json", ("H200", "launch_overhead_ns"): "h200_campaign.json"}
+
+
+def test_constants_chosen_on_scored_rows_say_so():
+    """A constant picked while looking at the rows `wsim accuracy` scores is kind ``chosen``, printed
+    ``[chosen on scored rows]``, and its source names those rows; no other constant is."""
+    from simulator.engine import simulate
+    from simulator.machine.constants import KIND_LABELS
+    from simulator.views.report import format_result
+    assert KIND_LABELS["chosen"] == "chosen on scored rows"
+    found = {(a.name, c.name): c for a in (B200, H200) for c in a.constants() if c.kind == "chosen"}
+    assert set(found) == set(CHOSEN)
+    for key, rows in CHOSEN.items():
+        c = found[key]
+        assert c.label == "chosen on scored rows" and rows in c.source and "wsim accuracy" in c.source, key
+    printed = format_result(simulate(Sm100GemmConfig(m=256, n=256, k=128))) + \
+        format_result(simulate(Sm90GemmConfig(m=256, n=256, k=128)))
+    for key in CHOSEN:
+        assert f"[chosen on scored rows] {found[key].source}" in printed, key
+    assert B200.clock_ghz.label == "microbenchmark"
+
+
+def test_h200_clock_is_the_spec_maximum_as_recorded():
+    """The H200's clock_ghz is its spec maximum (nvidia-smi's max SM clock, recorded with the campaign),
+    not a clock measured under load."""
+    import json
+    from pathlib import Path
+    env = json.loads((Path(__file__).resolve().parent.parent / "validation/results/h200_campaign.json")
+                     .read_text())["env"]
+    assert env["sm_clock_max"] == f"{H200.clock_ghz.value * 1000:.0f} MHz"
+    assert H200.clock_ghz.kind == "datasheet" and "sm_clock_max" in H200.clock_ghz.source
+    assert "spec maximum" in H200.clock_ghz.source
 
 
 def test_overrides():

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from simulator.engine.trace import Trace
-from simulator.views.cli import main
+from wsim.cli import main
 
 
 def run(args, capsys):
@@ -81,10 +81,26 @@ def test_bad_input_is_one_clear_line(args, needle, capsys):
 
 
 def test_console_script_runs():
-    p = subprocess.run([sys.executable, "-m", "simulator.views.cli", "simulate", "--m", "256", "--n", "256", "--k", "128"],
+    p = subprocess.run([sys.executable, "-m", "wsim", "simulate", "--m", "256", "--n", "256", "--k", "128"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "predicted time" in p.stdout
+
+
+def test_the_wsim_command_is_the_entry_package(capsys):
+    """``wsim`` (the console script and ``python -m wsim``) is wsim.cli: the simulator's sub-commands
+    beside validation's; simulator.views.cli, which never imports validation, has the simulator's."""
+    from pathlib import Path
+
+    from simulator.views import cli as simulator_cli
+    from wsim import cli as wsim_cli
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert 'wsim = "wsim.cli:main"' in text and '"wsim*"' in text
+    assert set(simulator_cli.COMMANDS) == {"simulate", "plot", "sweep", "tune"}
+    assert set(wsim_cli.COMMANDS) == set(simulator_cli.COMMANDS) | {"validate", "accuracy"}
+    p = subprocess.run([sys.executable, "-m", "wsim", "--help"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "{simulate,plot,sweep,tune,validate,accuracy}" in p.stdout
 
 
 def test_validate_bad_file_is_one_line(tmp_path, capsys):

@@ -11,7 +11,7 @@ import pytest
 
 from simulator.engine import simulate
 from simulator.kernels.sm100_config import Sm100GemmConfig
-from simulator.views.cli import main
+from wsim.cli import main
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "plots.md"
 

@@ -20,7 +20,7 @@ import pytest
 from simulator.engine import simulate
 from simulator.engine.trace import Trace
 from simulator.kernels.sm100_config import Sm100GemmConfig
-from simulator.views.cli import main
+from wsim.cli import main
 
 SMALL = ["--m", "512", "--n", "512", "--k", "256"]
 TOML = {
@@ -400,7 +400,7 @@ def test_progress_bar_on_a_terminal():
 
 
 def test_internal_error_is_one_line(monkeypatch, capsys):
-    import simulator.views.cli as cli
+    import wsim.cli as cli
 
     def boom(args):
         raise ZeroDivisionError("division by zero")

@@ -30,7 +30,7 @@ from simulator.kernels.sm100_config import Sm100GemmConfig  # noqa: E402
 from simulator.machine.arch import ArchSpec  # noqa: E402
 from simulator.protocol.knobs import ProtocolKnobs  # noqa: E402
 from simulator.views.breakdown import SelectionError, role_breakdown  # noqa: E402
-from simulator.views.cli import main  # noqa: E402
+from wsim.cli import main  # noqa: E402
 
 MAX_EVENTS = 60_000
 #: WSIM_FUZZ_SCALE=20 runs 20x the examples with a fresh random seed (exploration); CI runs 1x, derandomized.
@@ -184,6 +184,92 @@ def test_fuzz_protocol_knobs(arrival, phases, skip, throttle, static):
         _one_line(e)
         return
     if knobs.is_default:
+        _check_valid_run(res)
+
+
+def _seed_counts(cfg) -> dict[str, int]:
+    """``{"mainloop.full": n, ...}``: the counts the seed (or the SM90 twin) initialises each barrier with."""
+    from simulator.protocol import arrivals as a
+    counts = a.sm90_arrival_counts(a.Sm90KernelFacts.from_config(cfg)) if cfg.arch_name == "sm90" else \
+        a.sm100_arrival_counts(a.KernelFacts.from_config(cfg))
+    return {f"{p}.{side}": getattr(c, who) for p, c in counts.items()
+            for side, who in (("full", "producer"), ("empty", "consumer"))}
+
+
+@st.composite
+def several_tiles_per_cluster(draw):
+    """A valid config on a few SMs (one GPC) with 2-4 cluster tiles for each resident cluster, so
+    that every pipeline wraps and every CLC query is throttled more than once."""
+    sm90 = draw(st.integers(0, 3)) == 0
+    cm, cn = draw(st.sampled_from([(1, 1), (2, 1), (1, 2), (2, 2)] if sm90 else [(2, 1), (2, 2), (4, 1)]))
+    if sm90:
+        kw = {"tile_m": 128, "tile_n": draw(st.sampled_from([64, 128])),
+              "schedule": draw(st.sampled_from(["cooperative", "pingpong"]))}
+        mma_m, mma_n, per_cluster_m = 128, kw["tile_n"], cm
+    else:
+        two_sm = draw(st.booleans())
+        mma_m = 256 if two_sm else 128
+        kw = {"mma_tile_m": mma_m, "mma_tile_n": draw(st.sampled_from([64, 128])), "use_2sm": two_sm,
+              "tile_scheduler": draw(st.sampled_from(["clc", "clc", "static"]))}
+        mma_n, per_cluster_m = kw["mma_tile_n"], cm // (2 if two_sm else 1)
+    resident = draw(st.integers(1, 3))
+    gm, gn = draw(st.sampled_from([(2, 1), (1, 2), (3, 1), (2, 2), (4, 1)]))
+    ragged = draw(st.sampled_from([0, 0, 8]))
+    kw |= {"m": gm * resident * per_cluster_m * mma_m - ragged, "n": gn * cn * mma_n,
+           "k": draw(st.sampled_from([64, 192, 256])), "cluster_m": cm, "cluster_n": cn, "read_c": draw(st.booleans())}
+    arch = ArchSpec.h200() if sm90 else ArchSpec.b200()
+    arch = arch.with_overrides({"sm_count": resident * cm * cn, "gpc_count": 1}, "fuzz")
+    return (Sm90GemmConfig if sm90 else Sm100GemmConfig)(**kw), arch
+
+
+@st.composite
+def non_default_knobs(draw, cfg):
+    """Valid knobs on the pipelines ``cfg`` uses, one or two kinds at a time, never all at their
+    defaults; arrival counts near the seed's (off by one, halved, doubled) or any small count."""
+    from simulator.protocol.knobs import pipelines_in_use
+    used = list(pipelines_in_use(cfg)[0])
+    kinds = draw(st.lists(st.sampled_from(["throttle", "count", "phase", "skip"]), min_size=1, max_size=2,
+                          unique=True))
+    throttle = "clc_throttle" not in used or "throttle" not in kinds or draw(st.booleans())
+    if not throttle:
+        used.remove("clc_throttle")
+    seed = {b: n for b, n in _seed_counts(cfg).items() if b.partition(".")[0] in used}
+    counts, phases, skip = {}, {}, []
+    if "count" in kinds:
+        barrier = draw(st.sampled_from(sorted(seed)))
+        n = seed[barrier]
+        counts[barrier] = draw(st.sampled_from(sorted({max(1, n - 1), n + 1, max(1, n // 2), 2 * n, 1, 32, 128})))
+    if "phase" in kinds:
+        phases = dict.fromkeys(draw(st.lists(st.sampled_from(used), min_size=1, max_size=2, unique=True)), 0)
+    if "skip" in kinds:
+        skip = draw(st.lists(st.sampled_from(used), min_size=1, max_size=2, unique=True))
+    knobs = ProtocolKnobs.make(arrival_counts=counts, producer_start_phase=phases, skip_release=skip,
+                               clc_throttle=throttle)
+    hypothesis.assume(not knobs.is_default)
+    return knobs
+
+
+@fuzz(40)
+@given(data=st.data())
+def test_fuzz_non_default_knobs_on_several_tiles_per_cluster(data):
+    """What-ifs (--no-clc-throttle, producer start phases, skipped releases, arrival counts) on
+    problems where each cluster runs several tiles: every run ends, either with each tile computed
+    once and no violation, or with a reported deadlock or protocol violations; never an internal
+    error, and never a run that keeps going (the event limit is 20x the default run's estimate).
+    The throttle switched off alone leaves a sound protocol: those runs must finish, each tile once."""
+    from simulator.engine.run import estimate_events
+    from simulator.kernels.scheduler import max_resident_clusters
+    cfg, arch = data.draw(several_tiles_per_cluster())
+    resolved = cfg.resolved(arch)
+    if resolved.arch_name == "sm100":
+        assert resolved.cluster_tiles_m * resolved.cluster_tiles_n >= 2 * max_resident_clusters(resolved, arch)
+    knobs = data.draw(non_default_knobs(resolved))
+    res = simulate(cfg, arch, knobs=knobs, max_events=20 * estimate_events(resolved) + 20_000)
+    if knobs == ProtocolKnobs(clc_throttle=False):   # a protocol without the throttle is still a sound one
+        _check_valid_run(res)
+    elif res.deadlock is not None:
+        assert res.deadlock.blocked or res.deadlock.unexplained, res.deadlock
+    elif res.violation_count == 0:
         _check_valid_run(res)
 
 

@@ -165,7 +165,7 @@ def test_heuristic_raster():
     assert raster_for(Sm100GemmConfig(m=256, n=8192)) == "m"
     assert raster_for(Sm100GemmConfig(m=8192, n=256)) == "n"
     assert raster_for(Sm100GemmConfig(m=8192, n=8192)) == "n"  # equal -> AlongN
-    assert Sm90GemmConfig(m=128, n=8192).effective_raster == "m"
+    assert raster_for(Sm90GemmConfig(m=128, n=8192)) == "m"
 
 
 def test_clc_raster_falls_back_to_m_when_grid_y_would_overflow():

@@ -219,6 +219,34 @@ def test_clc_throttle_limits_queries_in_flight():
     assert np.median(q_off) < np.median(q_on)
 
 
+def test_no_clc_throttle_takes_both_sides_out():
+    """With the throttle off neither CTA 0's MainloopLoad nor Sched uses the throttle pipeline: a
+    problem with several tiles per cluster (512 cluster tiles over 74 resident clusters) completes,
+    every tile once, with the same CLC queries as the throttled run (MainloopLoad used to acquire
+    the throttle on every tile while nobody released it: a deadlock from the third tile on)."""
+    cfg = Sm100GemmConfig(m=8192, n=8192, k=256)
+    on = simulate(cfg, trace=True)
+    off = simulate(cfg, knobs=ProtocolKnobs.make(clc_throttle=False), trace=True)
+    from simulator.kernels.scheduler import max_resident_clusters
+    c = off.config
+    assert c.cluster_tiles_m * c.cluster_tiles_n * c.l >= 3 * max_resident_clusters(c, off.arch)
+    for r in (on, off):
+        assert r.ok and r.deadlock is None and r.violation_count == 0
+        assert r.tile_check() == (r.tiles_expected, 0)
+    waits = off.trace.where(kind="wait").columns()["barrier"]
+    assert not any(b.startswith("clc_throttle") for b in waits)
+    assert len(off.trace.where(kind="clc_query")) == len(on.trace.where(kind="clc_query"))
+
+
+def test_knobs_on_the_throttle_need_the_throttle():
+    """With the throttle off its pipeline is unused, so a knob aimed at it would change nothing."""
+    cfg = Sm100GemmConfig(m=1024, n=1024, k=256)
+    for kw in ({"skip_release": ["clc_throttle"]}, {"producer_start_phase": {"clc_throttle": 0}},
+               {"arrival_counts": {"clc_throttle.full": 1}}):
+        with pytest.raises(ConfigError, match="clc_throttle.*cannot apply to this run: --no-clc-throttle"):
+            simulate(cfg, knobs=ProtocolKnobs.make(clc_throttle=False, **kw))
+
+
 def test_clc_runs_use_the_clc_tile_mapping():
     """Each resident cluster's first tile is the one CUTLASS's CLC scheduler maps its launch id to
     (the static scheduler's swizzle maps some of them elsewhere)."""

@@ -133,7 +133,7 @@ def test_inputs(tmp_path):
 
 
 def _wsim(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "simulator.views.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wsim", *args], capture_output=True, text=True,
                           cwd=REPO, timeout=300, **kw)
 
 
@@ -156,17 +156,20 @@ def test_cli_sweep_says_which_constants_made_the_rows(tmp_path):
     b200 = get_arch("b200")
     estimates = [c for c in b200.constants() if c.kind == "estimate" and c.name != "clc_query_latency_cycles"]
     fitted = [c for c in b200.constants() if c.kind == "fitted"]
-    assert estimates and fitted
+    chosen = [c for c in b200.constants() if c.kind == "chosen"]
+    assert estimates and fitted and chosen
     head = p.stdout
     assert "arch       B200 (SM100), clock 1.965 GHz" in head
     assert "overrides  clc_query_latency_cycles = 800 cycles (--arch-set)" in head
-    for c in estimates + fitted:
+    for c in estimates + fitted + chosen:
         assert f"{c.name} = {c.value:g} {c.unit}" in " ".join(head.split()), c.name
+    assert "[chosen on scored rows] " + "; ".join(f"{c.name} = {c.value:g} {c.unit}" for c in chosen) in head
     side = json.loads((tmp_path / "c.constants.json").read_text())["constants"]
     assert side["arch"] == "B200" and side["clock_ghz"] == b200.clock_ghz.value
     assert [c["name"] for c in side["overrides"]] == ["clc_query_latency_cycles"]
     assert {c["name"] for c in side["estimates"]} == {c.name for c in estimates}
     assert {c["name"] for c in side["fitted"]} == {c.name for c in fitted}
+    assert {c["name"] for c in side["chosen"]} == {c.name for c in chosen}
     assert len(side["constants"]) == len(b200.constants()) and all(c["source"] for c in side["constants"])
     p = _wsim("sweep", *common)                     # no --out: the table has the same header block
     assert p.returncode == 0, p.stderr
@@ -257,7 +260,7 @@ def test_ctrl_c_keeps_finished_rows(tmp_path):
     """SIGINT to a running sweep: exit 130, the rows finished so far on disk, in order, file complete."""
     out = tmp_path / "int.csv"
     grid = ",".join(str(v) for v in range(64, 257, 16))          # 13 tile widths x 4 shapes = 52 configs
-    p = subprocess.Popen([sys.executable, "-m", "simulator.views.cli", "sweep", "--grid", f"mma_tile_n={grid}",
+    p = subprocess.Popen([sys.executable, "-m", "wsim", "sweep", "--grid", f"mma_tile_n={grid}",
                           "--grid", "m=2048,3072,4096,6144", "--set", "n=4096", "--set", "k=2048", "--workers", "2",
                           "--out", str(out), "--no-progress"], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)

@@ -46,13 +46,13 @@ def test_every_hw_candidate_has_a_measured_row_and_the_default_maps_to_one():
 
 
 def test_report_formats():
-    r = tc.ShapeResult("64x64x64", ["a", "b", "c"], [10.0, 11.0, 12.0], [100.0, 110.0, 120.0], [1.0, 2.0, 3.0],
-                       [10.0, 20.0, 30.0], [1.0, 1.0, 2.0], clock=1.5, default=2, default_note="d",
-                       cublas_us=10.5, repeat_regret=1.001)
+    r = tc.ShapeResult("64x64x64", ["a", "b", "c"], [10.0, 11.0, 12.0],
+                       {"wsim": [1.0, 2.0, 3.0], "roofline": [1.0, 1.0, 2.0]}, [100.0, 110.0, 120.0],
+                       [10.0, 20.0, 30.0], clock=1.5, default=2, default_note="d", cublas_us=10.5, repeat_regret=1.001)
     text = "\n".join(tc.format_h200([r]))
-    assert "| 64x64x64 | 1.500 | 1.000 | a | 0.00% | 0.00% (2) | 20.00% | 1.050 | 1.050 |" in text
-    assert "our best >= cuBLAS on 1 of 1" in text
-    b = tc.ShapeResult("s", ["x", "y"], [5.0, 4.0], [], [2.0, 1.0], [2.0, 1.0], [])
-    b.extra["gemm_model"] = [1.0, 2.0]
+    assert "| 64x64x64 | 1.500 | a | 0.00% (1) | 0.00% (2) | 20.00% | 1.050 | 0.875 | 1.050 | 1.000 |" in text
+    assert "wsim's pick is at least as fast as cuBLAS on 1 of 1 problems; the default config on 0" in text
+    b = tc.ShapeResult("s", ["x", "y"], [5.0, 4.0], {"wsim": [2.0, 1.0], "wsim, shipped constants": [1.0, 2.0],
+                                                      "gemm-model": [1.0, 2.0]})
     text = "\n".join(tc.format_b200([b]))
-    assert "| s | y | 0.00% | 1.000 | x | 25.00% | -1.000 |" in text
+    assert "| s | y | 0.00% | 25.00% | 25.00% | 1.000 |" in text

@@ -19,18 +19,21 @@ What was timed (read from that repository's ``benchmark_gemm.py`` and its copy o
   accumulator stages; mainloop stages = (SMEM capacity - 1 KiB - 2 epilogue subtiles) // stage
   bytes, and every SMEM byte left over becomes another epilogue (C) store stage.
 * the problem: ``pad_mnk`` rounds M, N and K up to 16-byte multiples (8 fp16 elements) before the
-  launch, so the rows listed with K=257 or N=257 ran K=264 or N=264 with zero padding, aligned.
+  launch, so the rows listed with K=257 or N=257 ran K=264 or N=264 with zero padding: 16-byte
+  aligned, as TMA needs, but a K=264 fp16 row is 528 B, not a multiple of the 128-B cache line, so
+  its rows straddle lines (``simulator/kernels/tma_alignment.py`` charges that).
   The CSV lists the unpadded sizes; this loader simulates the padded problem, which is what the
   GPU executed (the FLOP counts used for throughput are the padded ones too).
 * the clock: locked with ``nvidia-smi -lgc 1300,1300`` (README), so the rows are simulated at
   1.3 GHz.
 * the time: ``cutlass.cute.testing.benchmark(..., warmup_iterations=2, iterations=5,
-  use_cold_l2=True)`` -- positional arguments of ``run()`` in ``benchmark_gemm.py``; the issue text's
-  "warmup 1, iterations 10" is the example's docstring, not what the script passed. One CUDA event
+  use_cold_l2=True)`` -- positional arguments of ``run()`` in ``benchmark_gemm.py`` (the example's docstring
+  says warmup 1, iterations 10; the script passes 2 and 5). One CUDA event
   before and one after five back-to-back launches from Python, elapsed / 5, no CUDA graph, cycling
-  through up to 7 copies of A, B and D so that L2 starts cold. For a kernel shorter than the host's
-  launch interval the per-launch time is that interval (the GPU idles between launches); see
-  :func:`validation.accuracy.harness_time`.
+  through up to 7 copies of A, B and D so that L2 starts cold. Back to back, the GPU-side time per
+  launch is what the model predicts (cycles / clock + its launch overhead). The host's launch
+  interval would show only for kernels shorter than it; fitted as a constant beside the launch
+  overhead, it came out below every row's modelled time, so it is not part of the comparison.
 """
 
 from __future__ import annotations
@@ -149,6 +152,20 @@ class B200Row:
         return replace(self._base_config(), mainloop_stages=ml, epilogue_store_stages=st)
 
 
+def row_from_label(label: str, index: int = -1) -> B200Row:
+    """The row a ``"MxNxK MMAMxMMAN_cCMxCN"`` label names (``wsim accuracy``'s row labels), without
+    its runtime: enough to rebuild the config that ran, with no gemm-model data at hand."""
+    try:
+        shape, cfg = label.split()
+        m, n, k = (int(x) for x in shape.split("x"))
+        tile, cluster = cfg.split("_c")
+        mma_m, mma_n = (int(x) for x in tile.split("x"))
+        cm, cn = (int(x) for x in cluster.split("x"))
+    except ValueError:
+        raise ValueError(f"{label!r}: not a gemm-model row label (MxNxK MMAMxMMAN_cCMxCN)") from None
+    return B200Row(index, m, n, k, mma_m, mma_n, cm, cn, float("nan"))
+
+
 def _read_csv(path: Path) -> list[dict]:
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
@@ -208,5 +225,5 @@ def source_commit(path: str | os.PathLike | None = None) -> str:
     return "unknown commit"
 
 
-__all__ = ["B200Row", "GemmModelDataMissing", "load_rows", "load_predictions", "data_dir", "source_commit",
+__all__ = ["B200Row", "row_from_label", "GemmModelDataMissing", "load_rows", "load_predictions", "data_dir", "source_commit",
            "CLOCK_GHZ", "CLOCK_SOURCE", "WARMUP_ITERATIONS", "ITERATIONS", "REPO_URL", "ENV_VAR", "pad16"]

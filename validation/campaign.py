@@ -13,11 +13,11 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
   behind a busy kernel (it does not).
 * ``overhead``: the span instrumentation (``LEVEL_SPAN``: per role a header and a footer) and the
   tile level against the uninstrumented kernel, alternating, same inputs.
-* ``space`` (issue 11.2): for each problem of ``SPACE_SHAPES`` every candidate of
+* ``space``: for each problem of ``SPACE_SHAPES`` every candidate of
   ``simulator.kernels.space.hw_space()`` (96) plus cuBLAS, fp16, in one alternating run on the same
   random-normal inputs; each config checked once against a float32 reference (every output
   written; max abs error at most 2 x cuBLAS's on the same inputs).
-* ``bf16`` (issue 10): bf16 rows, raster M and the heuristic, 128x64 tiles, clusters 1x1 and 2x1.
+* ``bf16``: bf16 rows, raster M and the heuristic, 128x64 tiles, clusters 1x1 and 2x1.
 * ``small``: 1-10 us problems, timed both by queued per-launch events and by CUDA-graph replays
   of ``GRAPH_LAUNCHES`` launches (per launch = replay / launches), fp16 and bf16.
 
@@ -61,7 +61,7 @@ DRY_RUN_RESULT = "campaign.dry_run.json"
 #: What every line a dry run prints starts with.
 DRY_RUN_PREFIX = "[dry run]"
 
-#: issue 11.2: square, skinny M, skinny N, small K, large K, shapes that do not divide the tile, 1k-16k
+#: Square, skinny M, skinny N, small K, large K, shapes that do not divide the tile, 1k-16k
 #: (N and K multiples of 8), ordered so that the most informative come first under a time limit.
 SPACE_SHAPES = [
     (8192, 8192, 8192),     # square, large
@@ -78,7 +78,7 @@ SPACE_SHAPES = [
     (1024, 1024, 1024),     # smallest of the set (~5 us)
     (6144, 12288, 3000),    # rectangular, K not a multiple of 64
 ]
-#: bf16 rows (issue 10): shapes and configs (raster M and the heuristic, 128x64, clusters 1x1/2x1).
+#: bf16 rows: shapes and configs (raster M and the heuristic, 128x64, clusters 1x1/2x1).
 BF16_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (3000, 5000, 1000),
                (777, 1536, 4104), (8192, 8192, 512)]
 BF16_CONFIGS = [

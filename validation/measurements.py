@@ -7,7 +7,7 @@ and returns one dict per (phase, dtype, problem, kernel):
 =====================  ==========================================================================
 key                    meaning
 =====================  ==========================================================================
-``phase``              ``"space"`` (every ``simulator.kernels.space.hw_space()`` candidate, issue 11.2),
+``phase``              ``"space"`` (every ``simulator.kernels.space.hw_space()`` candidate),
                        ``"bf16"``, ``"small"`` (1-10 us problems, also timed with CUDA graphs),
                        ``"overhead"`` (instrumentation on/off pairs)
 ``dtype``              ``"fp16"`` or ``"bf16"`` (A, B and D; fp32 accumulate)

@@ -1,9 +1,12 @@
 """GPU timing helpers shared by validation/collect.py and benchmarks/hw_vs_cublas.py.
 
-Rules (METHOD.md, shared/device/README.md): the same random-normal inputs for the kernel and cuBLAS,
-warm-up first, the same number of runs, runs interleaved (A B A B) so that clock and power drift hit
-both, per-launch CUDA events, medians; the SM clock is sampled through NVML during every timed block
-and, for our kernel, read inside the kernel (clock64 over globaltimer) by an instrumented run.
+Rules (the method written up in validation/results/hw_vs_cublas.md): the same random-normal inputs
+for the kernel and cuBLAS, warm-up first, the same number of runs, runs interleaved (A B A B) so that
+clock and power drift hit both, per-launch CUDA events, medians; the SM clock is sampled through
+NVML during every timed block and, for our kernel, read inside the kernel (clock64 over globaltimer)
+by an instrumented run. Why: under its power cap the H200 ran these GEMMs at 1.28-1.32 GHz in-kernel,
+not its 1.98 GHz maximum (hw_vs_cublas.md), so a kernel timed apart from its rival could be timed at
+another clock.
 """
 
 from __future__ import annotations

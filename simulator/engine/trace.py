@@ -1,4 +1,4 @@
-"""The one trace format shared by the simulator and the measured kernels (DESIGN.md, "One trace format").
+"""The one trace format shared by the simulator and the measured kernels.
 
 A trace is a table of spans. Each row is one thing one warp role of one CTA did or waited for:
 

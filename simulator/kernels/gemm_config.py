@@ -227,13 +227,6 @@ class GemmConfigBase:
         return _ceil_div(self.tiles_n, self.cluster_mma_tiles_n)
 
     @property
-    def effective_raster(self) -> str:
-        """"m" or "n" after CUTLASS's heuristic (see simulator.kernels.scheduler for the padded tile counts)."""
-        from simulator.kernels.scheduler import raster_for
-
-        return raster_for(self)
-
-    @property
     def bits_ab(self) -> int:
         return dtype_bits(self.dtype_ab, "dtype_ab")
 

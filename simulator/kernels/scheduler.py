@@ -25,7 +25,8 @@ when the linear id runs past the padded grid (static) or when no cluster is left
 
 Resident clusters for SM100: one CTA per SM and every cluster within one GPC, so the GPC layout
 (:func:`gpc_cluster_capacity`) decides how many fit -- e.g. 34 clusters of 4 CTAs on a B200 (136 of
-148 SMs) with its TPCs spread 10/9 over 8 GPCs. For SM90 the hardware co-schedules
+148 SMs) with its TPCs spread 10/9 over 8 GPCs (``ArchSpec.gpc_count``: a layout chosen on gemm-model's
+scored B200 rows, whose 2x2-cluster times show 34 clusters of 4). For SM90 the hardware co-schedules
 :func:`sm90_cluster_capacity` clusters (the H200's measured placement domains,
 :data:`H200_PLACEMENT_DOMAINS`); the static grid is what the launcher asks for
 (:func:`sm90_static_grid`): the CuTe DSL twin launches ``min(work, max active clusters)``, CUTLASS

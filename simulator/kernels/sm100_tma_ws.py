@@ -1,8 +1,9 @@
 """SM100 TMA warp-specialized persistent GEMM: the seed kernel as a SimPy model.
 
-Read this beside ``shared/seed/sm100_gemm_tma_warpspecialized.hpp`` (``operator()``): each role
-class below is one branch of its ``if (is_participant.X)`` chain, and each pipeline call is the
-seed's call, in the seed's order.
+Read this beside the seed, CUTLASS's ``include/cutlass/gemm/kernel/sm100_gemm_tma_warpspecialized.hpp``
+(github.com/NVIDIA/cutlass, a version with the epilogue-throttle barrier, e.g. commit 019c5c979; see
+:mod:`simulator.protocol.arrivals`), ``operator()``: each role class below is one branch of its
+``if (is_participant.X)`` chain, and each pipeline call is the seed's call, in the seed's order.
 
 Roles (``WarpCategory``; one SimPy process per warp role per CTA; the four epilogue warps are one
 process that arrives with 128 threads' worth of arrivals):
@@ -10,7 +11,8 @@ process that arrives with 128 threads' worth of arrivals):
 * ``Sched`` (warp 1, first CTA of the cluster only, CLC scheduler only): waits for the CLC
   throttle, issues ``try_cancel`` for the next cluster, consumes the response like everyone else.
 * ``MainloopLoad`` (warp 2): TMA loads of A and B, one K-block per mainloop stage, multicast
-  across the cluster; throttles the Sched warp once per tile (CTA 0).
+  across the cluster; throttles the Sched warp once per tile (CTA 0; with
+  ``ProtocolKnobs.clc_throttle`` off, neither this warp nor Sched touches the throttle pipeline).
 * ``MMA`` (warp 0): TMEM allocation; on the MMA-leader CTA of a 1-SM/2-SM pair, one accumulator
   stage per tile, one tcgen05.mma K-block per mainloop stage; commits free the mainloop stage
   (multicast to the CTAs whose TMA fed it) and hand the accumulator to the epilogue.
@@ -97,7 +99,6 @@ class Sm100Timing:
     clc_latency: float
     remote_latency: float
     wake_latency: float
-    launch_overhead_cycles: float
     notes: tuple[str, ...]
     tma_ingress_bytes_per_clk: float = 0.0   # per-SM TMA bytes landing in SMEM per cycle (0: no limit)
     epi_sync_cycles: float = 0.0             # per epilogue subtile: fence + named-barrier syncs around the store
@@ -145,7 +146,6 @@ class Sm100Timing:
             clc_latency=arch.clc_query_latency_cycles.value,
             remote_latency=arch.remote_arrive_latency_cycles.value,
             wake_latency=arch.mbarrier_arrive_latency_cycles.value,
-            launch_overhead_cycles=arch.launch_overhead_ns.value * arch.clock_ghz.value,
             notes=tuple(notes),
             tma_ingress_bytes_per_clk=arch.tma_load_bytes_per_clk_per_sm.value,
             epi_sync_cycles=arch.epilogue_subtile_sync_cycles.value,
@@ -292,12 +292,13 @@ class MainloopLoad(Role):
         cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
         requires_clc_query = True
         work = k.initial_work(cta.cluster)
-        dynamic = cfg.tile_scheduler == "clc"
+        # CTA 0 grants the Sched warp one query per tile; with the throttle off neither side takes part.
+        throttled = cfg.tile_scheduler == "clc" and cta.is_first_cta and knobs.clc_throttle
         k_tiles = cfg.k_tiles
         prologue = min(cfg.mainloop_stages, k_tiles)
         while True:
             tile = self.tile_of(work)
-            if dynamic and cta.is_first_cta and requires_clc_query:
+            if throttled and requires_clc_query:
                 ev = cta.clc_throttle.producer_acquire(throttle_state, self.who)
                 if ev is not None:
                     t0 = self._time()

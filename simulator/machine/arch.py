@@ -4,14 +4,21 @@ Every field of :class:`ArchSpec` except ``name`` and ``sm_version`` is a
 :class:`~simulator.machine.constants.Constant` carrying its unit and its source. Two chips are described:
 
 - ``ArchSpec.b200()`` -- Blackwell B200 (SM100): the chip the seed kernel targets. Nobody here has
-  one; its numbers are published microbenchmarks, datasheet values, CUTLASS constants, or
-  estimates (said so in ``kind``).
+  one; its numbers are published microbenchmarks, datasheet values, CUTLASS constants, estimates,
+  constants fitted to gemm-model's measured rows, or chosen while looking at them (said so in ``kind``).
 - ``ArchSpec.h200()`` -- Hopper H200 (SM90): the GPU available for validation. Its latencies and
   bandwidths are our own microbenchmarks (``validation/microbench``, results in
   ``validation/results/h200_microbench_v2.json``, each source naming its key there); where a
-  published figure (Luo et al., H800) differs, the source gives it too.
+  published figure (Luo et al., H800) differs, the source gives it too. Two are taken from the
+  campaign rows that ``wsim accuracy`` scores (kind ``chosen``): the launch overhead and which
+  measured L2 rate the model uses.
 
-Sources are those collected in ``shared/reference/published-figures.md``.
+Each source names a public document or a committed measurement (a file of ``validation/results``
+and its key): SemiAnalysis microbench-blackwell (github.com/SemiAnalysisAI/microbench-blackwell),
+Luo et al. (arXiv 2402.13499, 2501.12084), pytorch/ao PR #4002 (github.com/pytorch/ao/pull/4002),
+markdewing/AI_kernels (github.com/markdewing/AI_kernels), hbarclay/gemm-model
+(github.com/hbarclay/gemm-model), CUTLASS (github.com/NVIDIA/cutlass), NVIDIA's datasheets and
+whitepapers, the CUDA C++ Programming Guide.
 """
 
 from __future__ import annotations
@@ -30,6 +37,11 @@ _LUO_EXT = "Luo et al. extended (arXiv 2501.12084)"
 _FIT = ("fitted by `wsim accuracy` to hbarclay/gemm-model's B200 fp16 rows (all 640 rows, 40 shapes; "
         "validation/results/accuracy.md), leave-one-shape-out cross-validated MAPE 6.9%")
 _SEMI_MCAST = "SemiAnalysis microbench-blackwell tma2dmcast_throughput/tma2dmcast_sweep_results.csv"
+#: The rows ``wsim accuracy`` scores, named by the constants chosen while looking at them (kind ``chosen``).
+_B200_ROWS = ("hbarclay/gemm-model's B200 fp16 rows (640 rows, the B200 rows `wsim accuracy` scores, "
+              "validation/results/accuracy.md)")
+_H200_ROWS = ("the H200 campaign rows (validation/results/h200_campaign.json, 1424 timed configs x problems: "
+              "the H200 rows `wsim accuracy` scores, validation/results/accuracy.md)")
 _MICRO = "validation/results/h200_microbench.json (python -m validation.microbench, 2026-11-29)"
 #: The v2 microbenchmarks (one per SM90 timing constant); a source names the key in its "quantities".
 _MICRO2 = "validation/results/h200_microbench_v2.json (python -m validation.microbench.run, 2026-12-01)"
@@ -131,19 +143,8 @@ class ArchSpec:
         return replace(self, **changes)
 
     # ------------------------------------------------------------------ convenience
-    @property
-    def cycles_per_ns(self) -> float:
-        return self.clock_ghz.value
-
-    @property
-    def ns_per_cycle(self) -> float:
-        return 1.0 / self.clock_ghz.value
-
     def cycles_to_ns(self, cycles: float) -> float:
         return cycles / self.clock_ghz.value
-
-    def ns_to_cycles(self, ns: float) -> float:
-        return ns * self.clock_ghz.value
 
     @property
     def hbm_bytes_per_clk(self) -> float:
@@ -159,14 +160,6 @@ class ArchSpec:
     def peak_flops(self) -> float:
         """Dense 16-bit tensor peak, FLOP/s, at ``clock_ghz``."""
         return self.sm_count.value * self.mma_flops_per_clk_per_sm.value * self.clock_ghz.value * 1e9
-
-    @property
-    def is_sm100(self) -> bool:
-        return self.sm_version == 100
-
-    @property
-    def is_sm90(self) -> bool:
-        return self.sm_version == 90
 
     # ------------------------------------------------------------------ factories
     @classmethod
@@ -209,11 +202,10 @@ class ArchSpec:
             l2_bytes=C("l2_bytes", 126.5 * 1024 * 1024, "B",
                        "B200 device query (126.5 MB) quoted in pytorch/ao PR #4002", "datasheet"),
             l2_bytes_per_s=C("l2_bytes_per_s", 19.0e12, "B/s",
-                             "no measured B200 L2 capacity: SemiAnalysis's TMA microbenchmark reached 14.2 TB/s of "
-                             f"L2 reads ({_SEMI_MCAST}, implicit_l2_cross; one CTA per SM, a lower bound), and the "
-                             "gemm-model fp16 rows read up to ~19 TB/s of A and B tiles from L2 (2x1 clusters, MMA "
-                             "256x64, K=7168), so it is at least that; taken as 19 TB/s, not scaled with the SM "
-                             "clock", "estimate"),
+                             "no measured B200 L2 bandwidth: SemiAnalysis's TMA microbenchmark reached 14.2 TB/s of "
+                             f"L2 reads ({_SEMI_MCAST}, implicit_l2_cross; one CTA per SM, a lower bound); 19 TB/s "
+                             f"because {_B200_ROWS} read up to ~19 TB/s of A and B tiles from L2 (2x1 clusters, MMA "
+                             "256x64, K=7168), so it is at least that; not scaled with the SM clock", "chosen"),
             l2_latency_cycles=C("l2_latency_cycles", 295, "cycles",
                                 "markdewing/AI_kernels latency/README.md (B200 L2 pointer chase)",
                                 "microbenchmark"),
@@ -250,9 +242,10 @@ class ArchSpec:
                 f"{_SEMI_MCAST} reached 58, one CTA per SM; gemm-model's 256x256 rows at 98% of peak need >= 64)",
                 "fitted"),
             gpc_count=C("gpc_count", 8, "GPCs",
-                        "derived: 2 dies x 4 GPCs of 10 TPCs (80 SMs per die, chipsandcheese 'Nvidia's B200'); 74 "
-                        "TPCs enabled, assumed spread as evenly as possible (2 GPCs of 10 TPCs, 6 of 9); the "
-                        "per-chip distribution is not published", "estimate"),
+                        "2 dies x 4 GPCs of 10 TPCs (80 SMs per die, chipsandcheese 'Nvidia's B200'); the spread "
+                        "of the 74 enabled TPCs is not published: taken as even as possible (2 GPCs of 10 TPCs, 6 "
+                        "of 9; simulator.kernels.scheduler.gpc_sm_counts), which fits 34 clusters of 4 CTAs at "
+                        f"once, as the 2x2-cluster rows of {_B200_ROWS} show", "chosen"),
             epilogue_subtile_sync_cycles=C(
                 "epilogue_subtile_sync_cycles", 460, "cycles",
                 f"{_FIT}; per epilogue subtile, the fence, two named-barrier syncs and TMA-store issue/wait of "
@@ -268,10 +261,14 @@ class ArchSpec:
         return cls(
             name="H200",
             sm_version=90,
-            sm_count=C("sm_count", 132, "SMs", "NVIDIA H200 SXM datasheet; shared/device/README.md", "datasheet"),
+            sm_count=C("sm_count", 132, "SMs", "NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 "
+                       "SMs; the H200 has the same GH100 die); our H200's device query: "
+                       "validation/results/h200_campaign.json env 'sms'", "datasheet"),
             clock_ghz=C("clock_ghz", 1.98, "GHz",
-                        "shared/device/README.md: H200 SM clock max 1980 MHz (median 1455-1695 under load: "
-                        "override with the run's effective clock)", "measured-here"),
+                        "nvidia-smi's max SM clock of our H200, 1980 MHz (the spec maximum, not a clock under "
+                        "load: validation/results/h200_campaign.json env 'sm_clock_max'; our GEMMs ran at "
+                        "1.28-1.32 GHz in-kernel, validation/results/hw_vs_cublas.md: override with the run's "
+                        "effective clock)", "datasheet"),
             mma_flops_per_clk_per_sm=C(
                 "mma_flops_per_clk_per_sm", 4096, "FLOP/clk/SM",
                 "NVIDIA H100/H200 SXM datasheet 989 TFLOP/s bf16 dense / (132 SMs x 1.83 GHz) = 4094 ~ 4096",
@@ -304,7 +301,9 @@ class ArchSpec:
                              f"{_MICRO2} l2_to_sm.f16MiB.132sm.bytes_per_s: TMA loads (32 KiB boxes, 6 in "
                              "flight per SM) from all 132 SMs over a 16 MiB L2-resident footprint, SM at 1980 MHz "
                              "(9.1-9.2 TB/s at 16-48 MiB, 6.7 at 64, 19.9 at 8 MiB; plain loads read 21.4 TB/s at "
-                             f"16 MiB in {_MICRO})", "measured-here"),
+                             f"16 MiB in {_MICRO}). One rate for every footprint, this one, chosen on {_H200_ROWS}: "
+                             "an L2 serving slices re-read within 4-12 MiB of traffic at the 8 MiB rate scored "
+                             "worse on them (MAPE 11.2-11.6%, bias -9%, against 6.8%)", "chosen"),
             l2_latency_cycles=C("l2_latency_cycles", 281.0, "cycles",
                                 f"{_MICRO2} load_latency.l2.f4MiB.1sm: dependent ld.global.cg chain over 4 MiB "
                                 "(32 MiB and all 132 SMs at once: 280, range 271-294; Luo et al., H800: 263)",
@@ -333,11 +332,10 @@ class ArchSpec:
                 "not used by the SM90 model (its epilogue per subtile is measured: sm90_tma_ws.EPILOGUE_PHASES_1SM); "
                 "not published: 4 warp schedulers x 32 lanes x ~1 element/clk", "estimate"),
             launch_overhead_ns=C("launch_overhead_ns", 4256, "ns",
-                                 "validation/results/h200_campaign.json: median over our kernel's 1424 timed "
-                                 "configs x problems of the CUDA-event time minus the in-kernel span (launches "
-                                 "queued behind a busy kernel: the GPU-side launch, prologue before the first "
-                                 "role starts, and drain; row medians 3.1-5.2 us; back to back in a CUDA graph "
-                                 "1.0 us)", "measured-here"),
+                                 f"derived from {_H200_ROWS}: the median over them of the CUDA-event time minus "
+                                 "the in-kernel span (launches queued behind a busy kernel: the GPU-side launch, "
+                                 "prologue before the first role starts, and drain; row medians 3.1-5.2 us; back "
+                                 "to back in a CUDA graph 1.0 us)", "chosen"),
             max_cluster_size=C("max_cluster_size", 16, "CTAs",
                                f"{_MICRO2} cluster.c16.max_active_clusters.twin_smem: 7 clusters of 16 CTAs "
                                "(non-portable opt-in) resident at once; " + _CUDA_GUIDE_CLUSTERS, "measured-here"),

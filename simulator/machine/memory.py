@@ -1,6 +1,6 @@
 """The memory system seen by TMA: a shared L2 in front of HBM, as bandwidth reservations.
 
-Design (DESIGN.md, "Keeping the simulator fast"): a shared resource is a :class:`Channel` with a
+Design (kept cheap: no event per byte): a shared resource is a :class:`Channel` with a
 next-free time; a transfer of ``n`` bytes issued at ``t`` finishes at ``max(t, next_free) + n/bw``
 and moves ``next_free`` there, so transfers queue in issue order and the channel never exceeds
 its bandwidth. Latency is added on top. No per-byte or per-chunk events.

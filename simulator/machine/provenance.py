@@ -2,13 +2,14 @@
 whole constants table (``wsim tune`` and ``wsim sweep``: their printed tables and result files).
 
 * :func:`arch_provenance`: a JSON-ready mapping: the arch name, its SM version, the clock (GHz and how
-  it was chosen), every overridden constant, every ``fitted`` and every ``estimate`` constant with
-  its value and source, and the whole table (every constant: value, unit, kind, source);
+  it was chosen), every overridden constant, every ``fitted``, ``chosen`` and ``estimate`` constant
+  with its value and source, and the whole table (every constant: value, unit, kind, source);
 * :func:`provenance_lines`: the same as a short text block (names, values, units; the sources are in
   the mapping and in ``wsim simulate``'s constants table).
 
-A ``fitted`` constant was fitted to measured rows and an ``estimate`` is a number nobody has
-published or measured: a reader of a ranking should see both, and any override, beside it.
+A ``fitted`` constant was fitted to measured rows, a ``chosen`` one was chosen while looking at the
+rows that score the model (``[chosen on scored rows]``), and an ``estimate`` is a number nobody has
+published or measured: a reader of a ranking should see all three, and any override, beside it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from simulator.machine.clocks import clock_label
 from simulator.machine.constants import Constant
 
 #: Kinds of constant listed by name in the header block (the others are in the full table).
-LISTED_KINDS = ("override", "fitted", "estimate")
+LISTED_KINDS = ("override", "fitted", "chosen", "estimate")
+#: The mapping's key and the header block's label of each listed kind.
+_KEYS = ("overrides", "fitted", "chosen", "estimates")
+_LABELS = ("overrides", "[fitted]", "[chosen on scored rows]", "[estimate]")
 
 
 def _entry(c: Constant) -> dict:
@@ -30,7 +34,7 @@ def arch_provenance(arch: ArchSpec) -> dict:
     consts = arch.constants()
     out: dict = {"arch": arch.name, "sm_version": arch.sm_version, "clock_ghz": arch.clock_ghz.value,
                  "clock": clock_label(arch)}
-    for kind, key in zip(LISTED_KINDS, ("overrides", "fitted", "estimates"), strict=True):
+    for kind, key in zip(LISTED_KINDS, _KEYS, strict=True):
         out[key] = [_entry(c) for c in consts if c.kind == kind]
     out["constants"] = [_entry(c) for c in consts]
     return out
@@ -49,7 +53,7 @@ def provenance_lines(prov: dict, width: int = 110) -> list[str]:
     """:func:`arch_provenance`'s mapping as a header block: one labelled group per line, wrapped
     between constants (never inside one) at ``width`` characters."""
     lines = [f"arch       {prov['arch']} (SM{prov['sm_version']}), clock {prov['clock']}"]
-    for key, label in (("overrides", "overrides"), ("fitted", "[fitted]"), ("estimates", "[estimate]")):
+    for key, label in zip(_KEYS, _LABELS, strict=True):
         items = [_value(c) + (f" ({_origin(c['source'])})" if key == "overrides" else "")
                  for c in prov[key]] or ["none"]
         line = f"{label:<11}"

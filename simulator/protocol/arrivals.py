@@ -5,14 +5,14 @@ Every mbarrier is initialised with an arrival count; a phase completes when that
 so the simulator and the CuTe-DSL kernels both take their counts from here. Pure Python: no numpy,
 no SimPy, importable from a CuTe-DSL kernel.
 
-Sources (CUTLASS mirror, HEAD 7107b0553):
-  seed = shared/seed/sm100_gemm_tma_warpspecialized.hpp, the kernel this project models. It is NOT
-    identical to include/cutlass/gemm/kernel/sm100_gemm_tma_warpspecialized.hpp at that HEAD: the
-    seed adds the epilogue-throttle cluster barrier (the Epilogue warps wait until MMA, Sched,
-    MainloopLoad and EpilogueLoad have finished their prologue; its count is below), and its MMA
-    warp acquires the accumulator stage in the kernel's tile loop (``producer_acquire`` before
-    ``collective_mainloop.mma``) rather than inside the collective's ``mma()``. Later upstream
-    versions of the file have both changes. Counts here follow the seed.
+Sources (CUTLASS, github.com/NVIDIA/cutlass; paths in that repository, at commit 7107b0553 unless said):
+  seed = include/cutlass/gemm/kernel/sm100_gemm_tma_warpspecialized.hpp as of a version with the
+    epilogue-throttle cluster barrier, e.g. commit 019c5c979: the kernel this project models. The
+    file at 7107b0553 differs: it has no epilogue-throttle barrier (the Epilogue warps wait until MMA,
+    Sched, MainloopLoad and EpilogueLoad have finished their prologue; its count is below), and its
+    MMA warp acquires the accumulator stage inside the collective's ``mma()`` rather than in the
+    kernel's tile loop (``producer_acquire`` before ``collective_mainloop.mma``). Counts here follow
+    the seed.
   sm100_pipeline.hpp, sm90_pipeline.hpp = include/cutlass/pipeline/
   sm90 kernels = include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_{cooperative,pingpong}.hpp
   DSL = examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py

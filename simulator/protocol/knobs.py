@@ -49,7 +49,9 @@ class ProtocolKnobs:
     """``arrival_counts``: ``{"clc.empty": 224}`` replaces the count a barrier is initialised with.
     ``producer_start_phase``: ``{"mainloop": 0}`` starts that producer in phase 0 instead of 1.
     ``skip_release``: pipelines whose consumers never release a stage.
-    ``clc_throttle``: the Sched warp waits for the CLC throttle before each query (the seed: on).
+    ``clc_throttle``: CTA 0's MainloopLoad grants the Sched warp one CLC query per tile through the
+    clc_throttle pipeline (the seed: on); off, neither role takes part and Sched queries as soon as
+    a clc stage is free.
     """
 
     arrival_counts: tuple[tuple[str, int], ...] = ()
@@ -126,11 +128,16 @@ class ProtocolKnobs:
         """Every knob acts on a pipeline the run of ``cfg`` uses (see :func:`pipelines_in_use`): a knob
         on a pipeline the kernel never waits on would change nothing, so it is an error saying why."""
         used, why = pipelines_in_use(cfg)
+        if not self.clc_throttle:
+            if "clc_throttle" not in used:
+                raise ConfigError(f"--no-clc-throttle (clc_throttle = false): cannot apply to this run: "
+                                  f"{why['clc_throttle']}")
+            used = tuple(p for p in used if p != "clc_throttle")
+            why = {**why, "clc_throttle": "--no-clc-throttle (clc_throttle = false) takes the throttle out: "
+                                          "neither MainloopLoad nor Sched uses its pipeline"}
         named = [(f"arrival count override {k}={v}", k.partition(".")[0]) for k, v in self.arrival_counts]
         named += [(f"producer start phase {p}={v}", p) for p, v in self.producer_start_phase]
         named += [(f"skip_release {p}", p) for p in self.skip_release]
-        if not self.clc_throttle:
-            named.append(("--no-clc-throttle (clc_throttle = false)", "clc_throttle"))
         for what, pipe in named:
             if pipe not in used:
                 raise ConfigError(f"{what}: cannot apply to this run: {why[pipe]}")

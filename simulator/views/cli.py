@@ -1,11 +1,13 @@
-"""``wsim``: the command-line tool.
+"""The simulator's sub-commands of ``wsim`` (``simulate``, ``plot``, ``sweep``, ``tune``).
 
     wsim simulate                      # 8192^3 BF16 on B200 with CUTLASS's default SM100 config
     wsim simulate --arch h200 --schedule pingpong --m 4096 --n 4096 --k 4096
     wsim simulate --config my.toml --json
     wsim simulate --arrival-count clc.empty=224      # what if the CLC count forgot the cluster factor?
     wsim plot ...                      # timelines, stage occupancy, stall breakdowns, Perfetto
-    wsim validate                      # the SM90 model against a run measured on the H200
+
+The ``wsim`` command itself is :mod:`wsim.cli`: it adds the sub-commands that compare the model
+with measurements (``validate``, ``accuracy``, from ``validation``), which this package never imports.
 
 Every config field is a flag (``--mma-tile-n 128``); a TOML file may set them too, in a
 ``[config]`` table, with the arch name and constant overrides in ``[arch]`` and protocol knobs in
@@ -18,7 +20,7 @@ barrier phase (protocol violations); 1 an internal error (a bug in wsim, said so
 130 interrupted.
 
 Sub-commands are registered in :data:`COMMANDS` (name -> (add_parser, run)); ``build_parser``
-adds them in order and ``main`` dispatches on the name.
+adds a table's commands in order and ``main`` dispatches on the name.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
     k.add_argument("--skip-release", action="append", default=[], metavar="PIPE",
                    help="consumers of this pipeline never release a stage")
     k.add_argument("--no-clc-throttle", action="store_true",
-                   help="Sched does not wait for the CLC throttle (SM100 with the clc scheduler only)")
+                   help="take the CLC throttle out: neither MainloopLoad nor Sched takes part "
+                        "(SM100 with the clc scheduler only)")
 
 
 def _add_simulate_parser(sub) -> argparse.ArgumentParser:
@@ -139,19 +142,6 @@ def _add_simulate_parser(sub) -> argparse.ArgumentParser:
     return s
 
 
-def _add_validate_parser(sub) -> argparse.ArgumentParser | None:
-    try:
-        from validation.compare import add_validate_parser
-    except ImportError:  # pragma: no cover - validation is installed with the package
-        return None
-    return add_validate_parser(sub)
-
-
-def _run_validate(args) -> int:
-    from validation.compare import run_validate
-    return run_validate(args)
-
-
 def cmd_simulate(args) -> int:
     return simulate_command(args)
 
@@ -165,21 +155,19 @@ def _lazy(module: str, name: str):
 COMMANDS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int]]] = {
     "simulate": (_add_simulate_parser, cmd_simulate),
     "plot": (add_plot_parser, run_plot),
-    "validate": (_add_validate_parser, _run_validate),
     "sweep": (lambda sub: _lazy("simulator.views.sweep_cli", "add_sweep_parser")(sub),
               lambda args: _lazy("simulator.views.sweep_cli", "run_sweep_cmd")(args)),
     "tune": (lambda sub: _lazy("simulator.views.tune_cli", "add_tune_parser")(sub),
              lambda args: _lazy("simulator.views.tune_cli", "run_tune_cmd")(args)),
-    "accuracy": (lambda sub: _lazy("validation.accuracy", "add_accuracy_parser")(sub),
-                 lambda args: _lazy("validation.accuracy", "run_accuracy")(args)),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: dict | None = None) -> argparse.ArgumentParser:
+    """The ``wsim`` parser with the sub-commands of ``commands`` (default: :data:`COMMANDS`)."""
     p = OneLineParser(prog="wsim", description="Cycle-approximate simulator of warp-specialized GEMM kernels",
                       epilog="exit codes: " + "; ".join(f"{c} {d}" for c, d in EXIT_CODES.items()))
     sub = p.add_subparsers(dest="command", parser_class=OneLineParser)
-    for add, _ in COMMANDS.values():
+    for add, _ in (COMMANDS if commands is None else commands).values():
         add(sub)
     return p
 
@@ -351,18 +339,17 @@ def _write_trace(res, path: Path, explicit_sms: bool) -> Path:
 
 
 # ------------------------------------------------------------------------------------ main
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, commands: dict | None = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``; none: ``simulate``) and run the sub-command it names,
+    from ``commands`` (default: :data:`COMMANDS`; ``wsim`` passes :data:`wsim.cli.COMMANDS`)."""
+    commands = COMMANDS if commands is None else commands
+    parser = build_parser(commands)
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         argv = ["simulate"]
     args = parser.parse_args(argv)
-    command = COMMANDS.get(args.command or "")
+    command = commands.get(args.command or "")
     if command is None:
         parser.print_help()
         return EXIT_USAGE
     return run_command(command[1], args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

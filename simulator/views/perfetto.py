@@ -1,6 +1,6 @@
 """Export a :class:`~simulator.engine.trace.Trace` to Chrome trace-event JSON for ui.perfetto.dev.
 
-Layout (DESIGN.md, "One trace format"):
+Layout (the trace format is :mod:`simulator.engine.trace`):
 
 * one **process** per SM, named ``"SM 12 (cluster 6, CTA 0)"`` and sorted by SM; device-wide
   counters (``sm == -1``, e.g. ``hbm_gbps``) live in a ``"Device"`` process sorted first;

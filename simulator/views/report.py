@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from simulator.kernels.scheduler import raster_for
 from simulator.machine.clocks import clock_label
 
 
@@ -27,7 +28,7 @@ def describe_config(cfg) -> list[str]:
                      + (f" / load {cfg.epilogue_load_stages}" if cfg.read_c else ""))
     em, en = cfg.epi_tile
     lines.append(f"epilogue   {em}x{en} subtiles, {cfg.epi_subtiles} per tile")
-    lines.append(f"scheduler  {cfg.tile_scheduler}, raster {cfg.effective_raster} (asked: {cfg.raster}), "
+    lines.append(f"scheduler  {cfg.tile_scheduler}, raster {raster_for(cfg)} (asked: {cfg.raster}), "
                  f"swizzle {cfg.swizzle}; {cfg.num_output_tiles} output tiles, {cfg.k_tiles} K-blocks each")
     return lines
 
@@ -97,7 +98,7 @@ def format_result(res) -> str:
     out.append("constants used")
     width = max(len(c.name) for c in res.constants)
     for c in res.constants:
-        out.append(f"  {c.name:<{width}}  {c.value:>12g} {c.unit:<10} [{c.kind}] {c.source}")
+        out.append(f"  {c.name:<{width}}  {c.value:>12g} {c.unit:<10} [{c.label}] {c.source}")
     out.append("")
     out.append(f"simulated {res.events or 'n/a'} events in {res.wall_s:.2f} s wall ({res.engine} engine"
                + (f"; {res.engine_note}" if res.engine_note else "") + ")")

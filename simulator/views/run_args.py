@@ -3,7 +3,7 @@ run arguments, SM lists, output paths, progress on stderr, ``run_simulation`` (`
 with an up-front estimate), and the flags of the batch commands (``add_batch_arguments``,
 ``batch_options``: ``wsim sweep`` and ``wsim tune``).
 
-``wsim`` (:mod:`simulator.views.cli`), ``wsim plot`` (:mod:`simulator.views.plot_cli`), ``wsim
+``wsim simulate`` (:mod:`simulator.views.cli`), ``wsim plot`` (:mod:`simulator.views.plot_cli`), ``wsim
 sweep``/``tune`` (:mod:`simulator.views.sweep_cli`, :mod:`simulator.views.tune_cli`) and ``wsim
 validate`` (:mod:`validation.compare`) import from here; this module imports none of them.
 Bad input raises :class:`ArgError`, :class:`~simulator.errors.ConfigError` (or another of

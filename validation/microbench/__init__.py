@@ -1,4 +1,4 @@
-"""Microbenchmarks of the H200 timing constants the SM90 model uses (issue 10, item 2).
+"""Microbenchmarks of the H200 timing constants the SM90 model uses.
 
 One module per family, each a set of sm_90a kernels (CUDA C++ with inline PTX, compiled by nvcc:
 :mod:`.build`) launched through the CUDA driver API (:mod:`.driver`):

@@ -2,7 +2,7 @@
 
     python -m validation.microbench.build [--out DIR]   # every cubin, with ptxas's report beside it
 
-Sources: the ``.cu`` files of ``cuda/`` and the generated wgmma source (:mod:`.wgmma`). Cubins go to
+Sources: the ``.cu`` files of ``cuda/`` and the generated wgmma source (:mod:`.wgmma_cuda`). Cubins go to
 ``$WSIM_MICROBENCH_BUILD`` or ``validation/microbench/build/`` (git-ignored); a kernel module is
 rebuilt when its source is newer than its cubin (unless ``$WSIM_MICROBENCH_PREBUILT`` is set: the GPU job
 ships cubins built here, whose file times may not survive the copy). ptxas's warnings are kept: a wgmma kernel that ptxas
@@ -18,6 +18,8 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+
+from .wgmma_cuda import cuda_source
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 ARCH_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a",)
@@ -41,7 +43,6 @@ def _source(name: str) -> tuple[Path, bool]:
     if name in STATIC_MODULES:
         return CUDA_DIR / f"{name}.cu", False
     if name in GENERATED_MODULES:
-        from .wgmma import cuda_source
         path = build_dir() / f"{name}.cu"
         text = cuda_source(name.split("_", 1)[1])
         if not path.exists() or path.read_text() != text:
