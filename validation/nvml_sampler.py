@@ -17,6 +17,7 @@ interval) and, every ``temp_every`` samples, ``temp_c``. The functions below the
 
 from __future__ import annotations
 
+import bisect
 import statistics
 import threading
 import time
@@ -194,7 +195,33 @@ def summarize(rows, t0: float, t1: float) -> dict:
     """Medians of the samples taken in ``[t0, t1]``: power (each reading), SM clock, temperature, the
     mean power from the energy counter, and the fraction of samples with each clock-event reason."""
     w = in_window(rows, t0, t1)
-    out: dict = {"samples": len(w), "t0": t0, "t1": t1}
+    out: dict = {"samples": len(w), "t0": t0, "t1": t1, **_stats(w)}
+    e = energy_power_w(w)
+    out["energy_power_w"] = None if e is None else round(e, 2)
+    return out
+
+
+def in_windows(rows, windows) -> list[tuple]:
+    """The samples (``rows`` in time order, as the sampler takes them) inside any of ``windows``
+    (``(t0, t1)`` host times), each sample once."""
+    ts = [r[0] for r in rows]
+    picked: dict[int, tuple] = {}
+    for t0, t1 in windows:
+        for i in range(bisect.bisect_left(ts, t0), bisect.bisect_right(ts, t1)):
+            picked[i] = rows[i]
+    return [picked[i] for i in sorted(picked)]
+
+
+def summarize_windows(rows, windows) -> dict:
+    """:func:`summarize` over the union of several windows (e.g. the launches of one kernel, which
+    alternate with others): the sample count and the medians and reason fractions of the samples
+    inside them (no energy-counter power: the windows are not one interval)."""
+    w = in_windows(rows, windows)
+    return {"samples": len(w), **_stats(w)}
+
+
+def _stats(w) -> dict:
+    out: dict = {}
 
     def med(name):
         xs = [x for x in _col(w, name) if x is not None]
@@ -205,8 +232,6 @@ def summarize(rows, t0: float, t1: float) -> dict:
     clk = [x for x in _col(w, "sm_mhz") if x is not None]
     out["sm_mhz_min"] = min(clk) if clk else None
     out["sm_mhz_max"] = max(clk) if clk else None
-    e = energy_power_w(w)
-    out["energy_power_w"] = None if e is None else round(e, 2)
     masks = [m for m in _col(w, "reasons") if m is not None]
     counts: dict[str, int] = {}
     for m in masks:
@@ -233,5 +258,5 @@ def to_columns(rows, t_ref: float | None = None, digits: int = 4) -> dict:
     return out
 
 
-__all__ = ["NvmlSampler", "REASON_BITS", "COLUMNS", "decode_reasons", "summarize", "energy_power_w",
-           "in_window", "to_columns"]
+__all__ = ["NvmlSampler", "REASON_BITS", "COLUMNS", "decode_reasons", "summarize", "summarize_windows",
+           "energy_power_w", "in_window", "in_windows", "to_columns"]
