@@ -301,11 +301,12 @@ def wide_markdown(pub: dict, held: dict) -> str:
         lines += [f"- skipped (time limit): {len(pub['skipped'])}", ""]
     lines += ["## Per problem (run order; dev problems only)", "",
               "`vs cuBLAS`: cuBLAS's CUDA-event median over our best config's. NVML columns: the medians "
-              "over the problem's alternating rounds (power: NVML's ~1 s average; `cap`: fraction of samples "
-              "with the sw_power_cap reason). Clock: the in-kernel clock of our rows (median, min-max).", "",
+              "over the problem's alternating rounds (`W`: NVML's power reading, a ~1 s average, so a short "
+              "problem's still shows the one before it; `inst W`: the instantaneous field; `cap`: fraction of "
+              "samples with the sw_power_cap reason). Clock: the in-kernel clock of our rows (median, min-max).", "",
               "| # | class | dtype | M x N x K | cuBLAS us | best config | us | vs cuBLAS | clock GHz | "
-              "clock range | NVML W | NVML MHz | cap |",
-              "| ---: | --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+              "clock range | NVML W | inst W | NVML MHz | cap |",
+              "| ---: | --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
     probs = pub.get("problems") or {}
     groups: dict = {}
     for r in rows:
@@ -324,7 +325,8 @@ def wide_markdown(pub: dict, held: dict) -> str:
                      f"{_f(cu)} | {best['config']} | {_f(best['event_us'])} | "
                      f"{_f(None if cu is None else cu / best['event_us'], 3)} | "
                      f"{_f(statistics.median(clk) if clk else None, 3)} | {_range(clk, 2)} | "
-                     f"{_f(nv.get('power_w_median'), 0)} | {_f(nv.get('sm_mhz_median'), 0)} | "
+                     f"{_f(nv.get('power_w_median'), 0)} | {_f(nv.get('power_instant_w_median'), 0)} | "
+                     f"{_f(nv.get('sm_mhz_median'), 0)} | "
                      f"{_f((nv.get('reasons') or {}).get('sw_power_cap', 0.0) if nv else None, 2)} |")
     wins = [(m, r) for m, r in _best_vs_cublas(groups, probs)]
     if wins:
