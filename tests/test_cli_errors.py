@@ -668,7 +668,7 @@ def test_campaign_dry_run_without_compile_says_nothing_was_compiled(tmp_path, ca
 
     assert campaign_main(["--dry-run", "--quick", "--phases", "launch", "--out", str(tmp_path / "cd12")]) == 0
     out = capsys.readouterr().out
-    assert "compiled no kernel (18 planned; a dry run compiles only with --compile)" in out
+    assert re.search(r"compiled no kernel \(\d+ planned; a dry run compiles only with --compile\)", out)
     assert not re.search(r"compiled \d+ kernels", out)
     res = json.loads((tmp_path / "cd12" / "campaign.dry_run.json").read_text())
     assert res["compile_s"] == {}         # no compile times recorded for kernels that were not compiled

@@ -140,7 +140,7 @@ def test_campaign_dry_run_publishes_rows_the_loader_reads(tmp_path, capsys):
     for key in ("event_us", "span_us", "clock_ghz", "n_launches", "vs_cublas", "ok", "env"):
         assert r[key] is not None, key
     launches = np.load(next(p for p in paths if p.suffix == ".npz"))
-    assert launches["launches"].shape[1] == 6 and len(launches["row"]) == len(launches["launches"])
+    assert launches["launches"].shape[1] == 8 and len(launches["row"]) == len(launches["launches"])
     # the overhead phase: every instrumented config of the quick plan against its uninstrumented twin, per problem
     over = instrumentation_overhead(pj)
     q_over = plan(quick=True)["overhead"]

@@ -113,6 +113,7 @@ def test_every_kernel_builds_for_sm90a(tmp_path, monkeypatch):
                       "mbarrier_pingpong_remote", "mbarrier_pingpong_remote_poll",
                       "mbarrier_pingpong_remote_relaxed", "mbarrier_pingpong_remote_cta"],
              "cluster": ["cluster_probe"],
+             "power": ["power_none", "power_tc", "power_smem", "power_fma"],
              "wgmma_f16": [wgmma.kernel_name(*v[:1], "f16", *v[1:]) for v in wgmma.variants("f16")],
              "wgmma_bf16": [wgmma.kernel_name(*v[:1], "bf16", *v[1:]) for v in wgmma.variants("bf16")]}
     for mod, kernels in names.items():

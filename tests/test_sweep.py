@@ -296,7 +296,7 @@ def test_sigterm_keeps_finished_rows_written_as_they_finished(tmp_path):
     out = tmp_path / "sigt.csv"
     lst = tmp_path / "list.csv"
     lst.write_text("m,n,k\n8192,8192,32768\n" + "256,256,256\n" * 12)
-    p = subprocess.Popen([sys.executable, "-m", "simulator.views.cli", "sweep", "--configs", str(lst), "--workers", "2",
+    p = subprocess.Popen([sys.executable, "-m", "wsim", "sweep", "--configs", str(lst), "--workers", "2",
                           "--out", str(out), "--no-progress"], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240

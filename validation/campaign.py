@@ -2,6 +2,7 @@
 span and clock of every timed launch, the host launch paths and the instrumentation overhead.
 
     python -m validation.campaign --out OUT [--quick] [--time-limit S] [--phases ...]   # on the GPU
+    python -m validation.campaign --phases wide --out OUT --time-limit 470                # the wide campaign
     python -m validation.campaign --dry-run [--compile] --out OUT [--quick]             # CPU: plan + logic
     python -m validation.campaign --publish OUT [--dest validation/results]             # CPU: commit
 
@@ -20,6 +21,13 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
 * ``bf16``: bf16 rows, raster M and the heuristic, 128x64 tiles, clusters 1x1 and 2x1.
 * ``small``: 1-10 us problems, timed both by queued per-launch events and by CUDA-graph replays
   of ``GRAPH_LAUNCHES`` launches (per launch = replay / launches), fp16 and bf16.
+* ``wide`` (not run unless named in ``--phases``): :mod:`validation.campaign_wide`'s
+  problems, each split ``dev`` / ``held_out`` before anything runs, every candidate as in ``space``,
+  fp16 and bf16; ``--publish`` writes held-out rows to their own file and no summary of them.
+
+While the measuring phases run, :class:`validation.nvml_sampler.NvmlSampler` samples NVML power, SM
+clock and clock-event reasons every 5 ms; every row gets the medians over its own launches' host-time
+windows (``nvml_*``), every problem its samples and their medians over its alternating rounds.
 
 Every timed launch of our kernel is compiled at ``LEVEL_SPAN`` and has its own record buffer: its row
 carries the CUDA-event time (queued behind a busy kernel, so no host launch path: ``queued`` says
@@ -55,6 +63,7 @@ from hw_kernels.host import KernelConfig
 from hw_kernels.rules import can_implement, config_problems
 from simulator.engine.out_path import check_output_dir
 from simulator.kernels.space import hw_space
+from validation import campaign_wide as W
 
 RESULT = "campaign.json"
 #: A dry run's result file (synthetic timings): named so that it cannot pass for a measured campaign.
@@ -122,7 +131,13 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 #: The host-launch-path problems.
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
-PHASES = ("launch", "overhead", "space", "bf16", "small")
+PHASES = ("launch", "overhead", "space", "bf16", "small", "wide")
+#: The wide phase writes its result file at most this often (s) and at its end.
+SAVE_EVERY_S = 30.0
+#: What runs without ``--phases``: every phase but ``wide`` (a campaign of its own, ~8 minutes).
+DEFAULT_PHASES = PHASES[:-1]
+#: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
+SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide")
 
 
 def space_configs() -> list[KernelConfig]:
@@ -146,6 +161,7 @@ def plan(quick: bool = False) -> dict:
         "space": {"shapes": SPACE_SHAPES, "configs": space, "dtype": "fp16"},
         "bf16": {"shapes": BF16_SHAPES, "configs": _span(BF16_CONFIGS), "dtype": "bf16"},
         "small": {"shapes": SMALL_SHAPES, "configs": _span(SMALL_CONFIGS), "dtypes": ("fp16", "bf16")},
+        "wide": _wide(W.run_order(), space),
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -154,7 +170,17 @@ def plan(quick: bool = False) -> dict:
         p["space"] = {"shapes": [(2048, 2048, 2048), (3000, 5000, 1000)], "configs": pick, "dtype": "fp16"}
         p["bf16"] = {"shapes": [(777, 1536, 4104)], "configs": _span(BF16_CONFIGS[:4]), "dtype": "bf16"}
         p["small"] = {"shapes": [(256, 256, 512)], "configs": _span(SMALL_CONFIGS[:3]), "dtypes": ("fp16",)}
+        order = [x for x in W.run_order() if x.cls != "long"]
+        quick_wide = [next(x for x in order if not x.held_out and x.dtype == "fp16"), next(x for x in order if x.held_out),
+                      next(x for x in order if not x.held_out and x.dtype == "bf16")]
+        p["wide"] = _wide(quick_wide, pick)
     return p
+
+
+def _wide(problems: list, configs: list) -> dict:
+    """The wide phase's plan entry: problems in run order (each with its split), their shapes and dtypes."""
+    return {"problems": problems, "shapes": [x.shape for x in problems], "configs": configs,
+            "dtypes": tuple(sorted({x.dtype for x in problems}))}
 
 
 def check_plan(p: dict) -> dict:
@@ -276,6 +302,15 @@ class Gpu:
         for r in runners:
             r._trace.zero_()
 
+    def sampler(self):
+        """An NVML sampler of this GPU (not started), or None with the reason logged."""
+        from validation.nvml_sampler import NvmlSampler
+        try:
+            return NvmlSampler(period_s=W.NVML_PERIOD_S, index=self.torch.cuda.current_device())
+        except (RuntimeError, ValueError) as e:
+            self.log(f"no NVML samples: {e}")
+            return None
+
     def sync(self):
         self.torch.cuda.synchronize()
 
@@ -285,7 +320,8 @@ class Gpu:
 
 class DryGpu:
     """A CPU stand-in with the same interface: rules, schedules and (optionally) real sm_90a compiles;
-    synthetic timings from a roofline at 1.3 GHz (660 TFLOP/s, 4.8 TB/s) + 4 us. Never published."""
+    synthetic timings from a roofline (:func:`roofline_us`) + 4 us, synthetic NVML readings
+    (:class:`validation.campaign_wide.DryNvml`). Never published."""
 
     dry_run = True
 
@@ -322,15 +358,8 @@ class DryGpu:
 
     class _Runner:
         def __init__(self, cfg, dtype, m, n, k, slots):
-            from hw_kernels.host import H200_SMS
             self.config, self.problem, self.slots = cfg, (m, n, k), slots
-            sch = cfg.schedule_for(m, n)
-            self.ctas = min(sch.clusters, H200_SMS // (cfg.cluster_m * cfg.cluster_n)) * cfg.cluster_m * cfg.cluster_n
-            tiles = math.ceil(m / cfg.tile_m) * math.ceil(n / cfg.tile_n)
-            waves = math.ceil(tiles / self.ctas)
-            flop_s = 2.0 * cfg.tile_m * cfg.tile_n * math.ceil(k / 64) * 64 * waves * self.ctas / 660e12
-            byte_s = 2.0 * (m * k + n * k + m * n) / 4.8e12
-            self.us = max(flop_s, byte_s) * 1e6 * (1.15 if cfg.schedule == "pingpong" and cfg.tile_n == 64 else 1.0)
+            self.us, self.ctas = roofline_us(cfg, m, n, k)
 
         def launch(self, slot=0):
             pass
@@ -353,11 +382,19 @@ class DryGpu:
                 "err_vs_cublas": 1.2, "ok": True}
 
     def queued_round(self, launchers, order, busy_ms):
+        t_start = time.perf_counter()
+        time.sleep(W.NVML_PERIOD_S)  # a round as long as the sampling period, so samples land in windows
         ev = {}
         for n in order:
             base = getattr(launchers[n], "dry_us", 10.0)
             ev[n] = (base + 4.0) * (1 + 0.02 * self._rng.random())
-        return {"event_us": ev, "gap_us": dict.fromkeys(order, 0.0), "queued": True, "enqueue_ms": 1.0}
+        # host windows: the round's real wall time shared out in proportion (so NVML samples land in them)
+        t, scale, host_t = t_start, (time.perf_counter() + 1e-3 - t_start) / sum(ev.values()), {}
+        for n in order:
+            host_t[n] = (t, t + ev[n] * scale)
+            t += ev[n] * scale
+        return {"event_us": ev, "gap_us": dict.fromkeys(order, 0.0), "queued": True, "enqueue_ms": 1.0,
+                "host_t": host_t}
 
     def spans(self, runner, slot=0):
         return {"span_ns": int(runner.us * 1e3 * (1 + 0.01 * self._rng.random())), "clock_ghz": 1.3 + 0.05 *
@@ -367,11 +404,47 @@ class DryGpu:
     def zero_traces(self, runners):
         pass
 
+    def sampler(self):
+        from validation.nvml_sampler import NvmlSampler
+        return NvmlSampler(period_s=W.NVML_PERIOD_S, nvml=W.DryNvml())
+
     def sync(self):
         pass
 
     def free(self):
         pass
+
+
+def roofline_us(cfg: KernelConfig, m: int, n: int, k: int) -> tuple[float, int]:
+    """The dry run's synthetic time of ``cfg`` on (m, n, k) and its CTA count: waves of tiles at 1/132 of
+    660 TFLOP/s per SM (fewer CTAs than SMs run at their own SMs' rate), or the unique bytes at 4.8 TB/s;
+    15% more for ping-pong 128x64. Not a model: a stand-in of the right size for plans and estimates."""
+    from hw_kernels.host import H200_SMS
+    cs = cfg.cluster_m * cfg.cluster_n
+    ctas = min(cfg.schedule_for(m, n).clusters, H200_SMS // cs) * cs
+    waves = math.ceil(math.ceil(m / cfg.tile_m) * math.ceil(n / cfg.tile_n) / ctas)
+    flop_s = 2.0 * cfg.tile_m * cfg.tile_n * math.ceil(k / 64) * 64 * waves / (660e12 / H200_SMS)
+    byte_s = 2.0 * (m * k + n * k + m * n) / 4.8e12
+    return max(flop_s, byte_s) * 1e6 * (1.15 if cfg.schedule == "pingpong" and cfg.tile_n == 64 else 1.0), ctas
+
+
+#: GPU-time estimate of a plan (:func:`estimate_seconds`), from the committed campaign
+#: (validation/results/h200_campaign.json): measured event time over roofline_us + 4 us summed over
+#: each space problem's 96 configs + cuBLAS: 0.98-1.57 (median 1.17), so 1.3; its elapsed 67.5 s held
+#: 29.8 s of 40 compiles (0.75 s each) and ~19 s of event time over 36 measured problems, so at most
+#: ~0.5 s of host work per problem: 1.5 s assumed (NVML sampling, larger problems), and 15 ms of host
+#: work per round (97 enqueues, 96 record-buffer reads).
+EST_ROOFLINE_FACTOR, EST_COMPILE_S, EST_PROBLEM_S, EST_ROUND_S = 1.3, 0.75, 1.5, 0.015
+
+
+def estimate_seconds(shape, configs, *, budget_s: float, max_rounds: int, min_rounds: int) -> tuple[float, int]:
+    """Estimated wall time of one ``measure_shape`` call (prepare, checks, 2 warm-up rounds and its
+    rounds, with cuBLAS) and its round count, by the rule ``measure_shape`` uses."""
+    m, n, k = shape
+    t_round = EST_ROOFLINE_FACTOR * (sum(roofline_us(c, m, n, k)[0] + 4.0 for c in configs)
+                                     + 2e6 * m * n * k / 700e12 + 4.0)
+    rounds = max(min_rounds, min(max_rounds, int(budget_s * 1e6 / t_round)))
+    return EST_PROBLEM_S + (rounds + 2) * (t_round * 1e-6 + EST_ROUND_S), rounds
 
 
 # =============================================================================================== phases
@@ -387,8 +460,11 @@ class Campaign:
             env["cublas_bf16_reduced_precision_reduction"] = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
         env["date_utc"] = env.get("date_utc") or time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
         self.res = {"env": env, "plan": {}, "rows": [], "launch_path": [], "overhead": [], "checks": [],
-                    "launches": {}, "skipped": [], "errors": []}
+                    "launches": {}, "problems": {}, "nvml": {}, "skipped": [], "errors": []}
         self.t0 = time.time()
+        self.pc0 = time.perf_counter()   # the origin of every host time written (launch windows, NVML)
+        self.sampler = None
+        self._saved = 0.0
 
     def left(self) -> float:
         return self.deadline - time.time()
@@ -397,7 +473,12 @@ class Campaign:
     def result_path(self) -> Path:
         return self.out / (DRY_RUN_RESULT if self.gpu.dry_run else RESULT)
 
-    def save(self):
+    def save(self, every_s: float = 0.0):
+        """Write the result file (atomically); ``every_s``: only if the last write is that old (the file
+        grows to tens of MB in the wide phase, and each write costs about a second there)."""
+        if every_s and time.time() - self._saved < every_s:
+            return
+        self._saved = time.time()
         self.res["compile_s"] = self.gpu.compile_s
         self.res["elapsed_s"] = round(time.time() - self.t0, 1)
         tmp = self.result_path.with_name(self.result_path.name + ".part")
@@ -411,11 +492,14 @@ class Campaign:
     # ------------------------------------------------------------------ one alternating shape
     def measure_shape(self, phase: str, dtype: str, shape, configs, *, budget_s: float, max_rounds: int,
                       min_rounds: int, seed: int, graphs: bool = False, check: bool = True,
-                      cublas: bool = True) -> list[dict]:
+                      cublas: bool = True, quiet: bool = False) -> list[dict]:
         """One problem: compile/prepare every config, check each once, then alternating queued rounds
-        (each launch with its own record buffer: event time, span, clock); optionally CUDA graphs."""
+        (each launch with its own record buffer: event time, span, clock; its host-time window);
+        optionally CUDA graphs. ``quiet``: log no number of this problem but its correctness count (a
+        held-out problem). The problem's record (rounds, windows, NVML) goes to ``res["problems"]``."""
         g = self.gpu
         m, n, k = shape
+        t_problem = time.perf_counter()
         a, b = g.inputs(m, n, k, dtype, seed)
         torch = getattr(g, "torch", None)
         c = torch.empty(m, n, device="cuda", dtype=a.dtype) if torch else None
@@ -440,8 +524,8 @@ class Campaign:
                     errors[name] = checks[name]["error"]
             del ref
             bad = [x for x in checks if not checks[x].get("ok")]
-            self.log(f"{phase} {dtype} {m}x{n}x{k}: {len(checks) - len(bad)}/{len(checks)} correct, "
-                     f"cuBLAS max abs err {cub_err:.3g}" + (f"; FAILED: {bad[:5]}" if bad else ""))
+            self.log(f"{phase} {dtype} {m}x{n}x{k}: {len(checks) - len(bad)}/{len(checks)} correct"
+                     + ("" if quiet else f", cuBLAS max abs err {cub_err:.3g}") + (f"; FAILED: {bad[:5]}" if bad else ""))
             for x in bad:  # a wrong kernel is not timed
                 runners.pop(x, None)
         launchers = {name: r.launch for name, r in runners.items()}
@@ -465,10 +549,13 @@ class Campaign:
             busy_ms = max(2.0, 1.5 * w["enqueue_ms"])
         rounds = max(min_rounds, min(max_rounds, int(budget_s * 1e6 / max(t_round_us, 1.0))))
         t_start = time.time()
+        t_rounds = time.perf_counter()
+        done = 0
         for rnd in range(rounds):
             if self.left() < 3 and rnd >= 2:
                 self.res["skipped"].append(f"{phase} {dtype} {shape}: stopped after {rnd} rounds (time limit)")
                 break
+            done = rnd + 1
             g.zero_traces(runners.values())
             order = names[rnd % len(names):] + names[:rnd % len(names)]
             w = g.queued_round(launchers, order, busy_ms)
@@ -477,6 +564,8 @@ class Campaign:
             for i, nm in enumerate(order):
                 x = {"event_us": round(w["event_us"][nm], 3), "gap_us": round(w["gap_us"][nm], 3),
                      "queued": w["queued"], "round": rnd, "pos": i}
+                if nm in w.get("host_t", {}):
+                    x["t0_host"], x["t1_host"] = w["host_t"][nm]
                 if nm in runners:
                     sc = g.spans(runners[nm])
                     x["span_us"] = sc["span_ns"] / 1e3 if sc["span_ns"] is not None else None
@@ -490,9 +579,11 @@ class Campaign:
                     near = [clocks[j] for j in (i - 2, i - 1, i + 1, i + 2) if clocks.get(j)]
                     if near:
                         launches[nm][-1]["neighbor_clock_ghz"] = statistics.median(near)
+        t_rounds_end = time.perf_counter()
         graph_rows = {}
         if graphs and not g.dry_run and self.left() > 10:
             graph_rows = self._graph_timing(runners, a, b, c, rounds=min(10, rounds))
+        samples = self._problem_record(f"{phase}|{dtype}|{m}x{n}x{k}", done, t_problem, t_rounds, t_rounds_end)
         rows = []
         cub = summarize("cublas", launches.get("cublas", [])) if "cublas" in launches else None
         for nm in names:
@@ -510,21 +601,50 @@ class Campaign:
                 row["vs_cublas"] = cub["event_us"] / row["event_us"]
             if nm in graph_rows:
                 row.update(graph_rows[nm])
+            hosts = [x["t0_host"] for x in launches[nm] if x.get("t0_host") is not None]
+            if hosts:
+                row["t_first_s"], row["t_last_s"] = round(min(hosts) - self.pc0, 4), round(max(hosts) - self.pc0, 4)
+            if samples is not None:
+                row.update(W.row_power(samples, launches[nm]))
             rows.append(row)
             self.res["launches"][f"{phase}|{dtype}|{m}x{n}x{k}|{nm}"] = [
                 [x.get("event_us"), x.get("span_us"), x.get("clock_ghz"), x.get("neighbor_clock_ghz"),
-                 int(bool(x.get("queued"))), x.get("gap_us")] for x in launches[nm]]
+                 int(bool(x.get("queued"))), x.get("gap_us"), self._rel(x.get("t0_host")),
+                 self._rel(x.get("t1_host"))] for x in launches[nm]]
         for nm, e in errors.items():
             rows.append({"phase": phase, "dtype": dtype, "m": m, "n": n, "k": k, "config": nm, "error": e})
         best = min((r for r in rows if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us")),
                    key=lambda r: r["event_us"], default=None)
-        self.log(f"{phase} {dtype} {m}x{n}x{k}: {rounds} rounds x {len(names)} kernels in "
-                 f"{time.time() - t_start:.1f}s; cuBLAS {_f(cub and cub['event_us'])} us; best "
-                 f"{best and best['config']} {_f(best and best['event_us'])} us (span "
-                 f"{_f(best and best['span_us'])} us, clock {_f(best and best['clock_ghz'], 3)} GHz)")
+        if quiet:
+            self.log(f"{phase} {dtype} {m}x{n}x{k}: {done} rounds x {len(names)} kernels (held out: no timing printed)")
+        else:
+            self.log(f"{phase} {dtype} {m}x{n}x{k}: {done} rounds x {len(names)} kernels in "
+                     f"{time.time() - t_start:.1f}s; cuBLAS {_f(cub and cub['event_us'])} us; best "
+                     f"{best and best['config']} {_f(best and best['event_us'])} us (span "
+                     f"{_f(best and best['span_us'])} us, clock {_f(best and best['clock_ghz'], 3)} GHz)")
         del runners, launchers
         g.free()
         return rows
+
+    def _rel(self, t):
+        return None if t is None else round(t - self.pc0, 6)
+
+    def _problem_record(self, key: str, rounds: int, t_problem: float, t_rounds: float, t_end: float):
+        """``res["problems"][key]``: rounds and host times (s from the campaign's start) of the problem
+        (prepare and checks from ``t_problem``, timed rounds from ``t_rounds``); with a sampler, its
+        NVML samples over the whole problem (``res["nvml"][key]``, columns) and their summary over the
+        timed rounds. Returns those samples (None without a sampler)."""
+        rec = {"rounds": rounds, "t_start_s": self._rel(t_problem), "t_rounds_s": self._rel(t_rounds),
+               "t_end_s": self._rel(t_end)}
+        self.res["problems"][key] = rec
+        if self.sampler is None:
+            return None
+        from validation.nvml_sampler import in_window, summarize, to_columns
+        samples = in_window(list(self.sampler.rows), t_problem, t_end)
+        rec["nvml"] = summarize(samples, t_rounds, t_end)
+        rec["nvml"]["t0"], rec["nvml"]["t1"] = self._rel(t_rounds), self._rel(t_end)
+        self.res["nvml"][key] = to_columns(samples, t_ref=self.pc0)
+        return samples
 
     def _graph_timing(self, runners, a, b, c, rounds: int) -> dict:
         """CUDA graphs of GRAPH_LAUNCHES launches per config (each launch its own record slot) and of
@@ -660,14 +780,57 @@ class Campaign:
                 self.res["rows"] += rows
                 self.save()
 
+    def phase_wide(self, p, quick: bool):
+        """The wide phase: each problem in run order, its split and class on every row with its place in
+        the order (the previous and next problem measured)."""
+        budget = 1.2 if quick else W.WIDE_BUDGET_S
+        prev, order = None, 0
+        for wp in p["problems"]:
+            if self.left() < 25:
+                self.res["skipped"].append(f"wide {wp.dtype} {wp.shape}: time limit")
+                continue
+            key = wp.key()
+            rows = self.measure_shape("wide", wp.dtype, wp.shape, p["configs"], budget_s=budget,
+                                      max_rounds=W.WIDE_MAX_ROUNDS, min_rounds=W.WIDE_MIN_ROUNDS,
+                                      seed=1000 + W.WIDE_PROBLEMS.index(wp), quiet=wp.held_out)
+            self.res["problems"][key].update({"split": wp.split, "cls": wp.cls, "order": order, "prev": prev,
+                                              "next": None, "dtype": wp.dtype, "m": wp.m, "n": wp.n, "k": wp.k})
+            for r in rows:
+                r.update({"split": wp.split, "cls": wp.cls, "problem_order": order, "prev_problem": prev,
+                          "next_problem": None})
+            if prev is not None:
+                self.res["problems"][prev]["next"] = key
+                for r in self.res["rows"]:
+                    if r.get("phase") == "wide" and f"wide|{r['dtype']}|{r['m']}x{r['n']}x{r['k']}" == prev:
+                        r["next_problem"] = key
+            prev, order = key, order + 1
+            self.res["rows"] += rows
+            self.save(every_s=SAVE_EVERY_S)
+        wide = [r for r in self.res["rows"] if r.get("phase") == "wide" and r.get("kernel") == "wsim_sm90_twin"]
+        ok = [r for r in wide if (r.get("check") or {}).get("ok")]
+        self.log(f"wide: {order} of {len(p['problems'])} problems measured "
+                 f"({sum(1 for v in self.res['problems'].values() if v.get('split') == 'held_out')} held out), "
+                 f"{len(wide)} rows of our kernel, {len(ok)} correct; "
+                 f"{sum(1 for r in wide if r.get('nvml_samples'))} with NVML samples in their own launches")
+
     def run(self, phases, quick):
         p = plan(quick)
-        keys = check_plan(p)
+        check_plan(p)
+        keys = check_plan({ph: p[ph] for ph in phases if ph in p})  # compile what the phases run
         self.res["plan"] = {ph: {"shapes": d["shapes"], "configs": [c.name() for c in d["configs"]]}
                             for ph, d in p.items()}
+        self.res["plan"]["wide"]["problems"] = [{"dtype": x.dtype, "m": x.m, "n": x.n, "k": x.k, "cls": x.cls,
+                                                 "split": x.split} for x in p["wide"]["problems"]]
         self.res["plan"]["compile_keys"] = {dt: [c.name() for c in v] for dt, v in keys.items()}
         self.log(f"plan: {sum(len(v) for v in keys.values())} compiles "
                  f"({', '.join(f'{dt}: {len(v)}' for dt, v in keys.items())}); phases {phases}")
+        if "wide" in phases:
+            est = [estimate_seconds(x.shape, p["wide"]["configs"], budget_s=1.2 if quick else W.WIDE_BUDGET_S,
+                                    max_rounds=W.WIDE_MAX_ROUNDS, min_rounds=W.WIDE_MIN_ROUNDS)[0]
+                   for x in p["wide"]["problems"]]
+            self.log(f"wide: {len(est)} problems ({sum(x.held_out for x in p['wide']['problems'])} held out), "
+                     f"estimated {sum(est):.0f} s of measuring + {EST_COMPILE_S * sum(len(v) for v in keys.values()):.0f} s "
+                     "of compiles (validation.campaign.estimate_seconds)")
         for dt, ks in keys.items():  # compile everything first (about 1 s each on the GPU machine)
             for kc in ks:
                 if self.left() < 60:
@@ -681,6 +844,22 @@ class Campaign:
         self.save()
         if "launch" in phases:
             self.phase_launch(p["launch"])
+        if any(ph in phases for ph in SAMPLED_PHASES):
+            self.sampler = self.gpu.sampler()
+            if self.sampler is not None:
+                self.sampler.start()
+                self.res["nvml_sampler"] = {"period_s": self.sampler.period_s}
+        try:
+            self._measuring_phases(p, phases, quick)
+        finally:
+            if self.sampler is not None:
+                self.sampler.stop()
+                self.res["nvml_sampler"].update({"samples": len(self.sampler.rows), "errors": self.sampler.errors})
+        self.res["done"] = True
+        self.save()
+        return self.res
+
+    def _measuring_phases(self, p, phases, quick):
         if "overhead" in phases:
             self.phase_overhead(p["overhead"])
         if "space" in phases:
@@ -689,9 +868,8 @@ class Campaign:
             self.phase_rows("bf16", p["bf16"], budget_s=1.5, max_rounds=25, min_rounds=8)
         if "small" in phases:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
-        self.res["done"] = True
-        self.save()
-        return self.res
+        if "wide" in phases:
+            self.phase_wide(p["wide"], quick)
 
 
 # =============================================================================================== publish
@@ -702,49 +880,121 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
     the same command, row by row: its event us, span us, clock GHz and launches, the run-to-run
     spread) and ``h200_campaign.md`` (a summary); with ``launches_npz``, also
     ``h200_campaign_launches.npz`` (every timed launch: event us, span us, clock GHz, neighbour
-    clock, queued, gap us; ~0.4 MB, so not by default). Refuses a dry run."""
+    clock, queued, gap us, host start and end s; ~0.4 MB, so not by default). Refuses a dry run.
+
+    Rows of the ``wide`` phase go to files of their own, never to ``h200_campaign.json`` (which is
+    written only when the run has rows of other phases): dev rows, their problems and NVML samples to
+    ``h200_campaign_wide.json`` + ``.md``; held-out rows, theirs to ``h200_campaign_wide_heldout.json``
+    (no Markdown: the dev summary says only how many held-out rows there are and of which problems)."""
     res = _load_run(run_dir, allow_dry_run)
-    dry = bool(res["env"].get("dry_run"))
-    tag = ".dry_run" if dry else ""        # a published dry run (tests only) says so in every file name
-    dest.mkdir(parents=True, exist_ok=True)
-    cols = ["phase", "dtype", "m", "n", "k", "kernel", "config", "n_launches", "event_us", "event_us_p10",
-            "event_us_p90", "event_us_min", "span_us", "span_us_p10", "span_us_p90", "clock_ghz", "clock_ghz_min",
-            "clock_ghz_max", "neighbor_clock_ghz", "event_minus_span_us", "queued_fraction", "vs_cublas",
-            "graph_us_per_launch", "graph_span_us", "graph_clock_ghz", "ok", "max_abs_err", "cublas_max_abs_err",
-            "err_vs_cublas", "error"]
-    table = [[_round(x) for x in (v.get(c) for c in cols)] for v in _flat_rows(res)]
-    out = {"schema": "validation/measurements.py load_h200_timings", "env": res["env"], "plan": res["plan"],
-           "compile_s": res.get("compile_s"), "elapsed_s": res.get("elapsed_s"), "done": res.get("done", False),
-           "skipped": res.get("skipped"), "errors": res.get("errors"), "columns": cols, "rows": table,
-           "launch_path": res.get("launch_path"), "overhead": res.get("overhead")}
+    rep = None
     if repeat_dir is not None:
         rep = _load_run(repeat_dir, allow_dry_run)
         if _without_out(rep["env"].get("command", "")) != _without_out(res["env"].get("command", "")):
             raise SystemExit(f"{repeat_dir}: not a repeat of the same command ({rep['env'].get('command')!r})")
+    tag = ".dry_run" if res["env"].get("dry_run") else ""  # a published dry run (tests only) says so in every name
+    dest.mkdir(parents=True, exist_ok=True)
+    rows = _flat_rows(res)
+    wide = [r for r in rows if r.get("phase") == "wide"]
+    rest = [r for r in rows if r.get("phase") != "wide"]
+    paths = []
+    if rest or not wide:
+        out = _published(res, rest, rep)
+        out.update({"launch_path": res.get("launch_path"), "overhead": res.get("overhead")})
+        if rep is not None:
+            out["repeat"].update({"overhead": rep.get("overhead"), "launch_path": rep.get("launch_path")})
+        paths += _write_published(dest, f"h200_campaign{tag}", out, res, rest, launches_npz)
+        pm = dest / f"h200_campaign{tag}.md"
+        pm.write_text(summary_markdown(out))
+        paths.append(pm)
+    if wide:
+        held = [r for r in wide if r.get("split") != "dev"]
+        for split, sel, base in (("dev", [r for r in wide if r.get("split") == "dev"], W.DEV_BASE),
+                                 ("held_out", held, W.HELDOUT_BASE)):
+            keys = sorted({_problem_key(r) for r in sel})
+            out = _published(res, sel, rep)
+            out.update({"split": split, "problems": {kk: res.get("problems", {}).get(kk) for kk in keys},
+                        "nvml_sampler": res.get("nvml_sampler")})
+            paths += _write_published(dest, f"{base}{tag}", out, res, sel, launches_npz)
+            nv = {kk: res["nvml"][kk] for kk in keys if kk in res.get("nvml", {})}
+            if nv:
+                paths.append(_write_nvml_npz(dest / f"{base}_nvml{tag}.npz", nv))
+            if split == "dev":
+                probs = [f"{r['dtype']} {r['m']}x{r['n']}x{r['k']}" for r in
+                         {_problem_key(r): r for r in held}.values()]
+                pm = dest / f"{base}{tag}.md"
+                pm.write_text(W.wide_markdown(out, {"rows": len(held), "problems": probs}))
+                paths.append(pm)
+    return paths
+
+
+#: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).
+COLUMNS = ["phase", "dtype", "m", "n", "k", "kernel", "config", "n_launches", "event_us", "event_us_p10",
+           "event_us_p90", "event_us_min", "span_us", "span_us_p10", "span_us_p90", "clock_ghz", "clock_ghz_min",
+           "clock_ghz_max", "neighbor_clock_ghz", "event_minus_span_us", "queued_fraction", "vs_cublas",
+           "graph_us_per_launch", "graph_span_us", "graph_clock_ghz", "ok", "max_abs_err", "cublas_max_abs_err",
+           "err_vs_cublas", "error"]
+#: The columns of every launch record (``res["launches"]``; runs before the host times have 6).
+LAUNCH_COLUMNS = ["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "queued", "gap_us", "t0_s", "t1_s"]
+
+
+def _write_nvml_npz(path: Path, nvml: dict) -> Path:
+    """Every NVML sample of the given problems (``{problem key: columns}``, times in s from the
+    campaign's start): ``keys``, ``problem`` (index into keys per sample), ``samples`` (float64,
+    ``columns``: validation.nvml_sampler.COLUMNS; NaN where NVML gave nothing)."""
+    import numpy as np
+
+    from validation.nvml_sampler import COLUMNS as NVML_COLUMNS
+    keys = sorted(nvml)
+    blocks = [np.asarray([[np.nan if v is None else float(v) for v in col] for col in
+                          (nvml[kk].get(c, []) for c in NVML_COLUMNS)], dtype=np.float64).reshape(len(NVML_COLUMNS), -1).T
+              for kk in keys]
+    np.savez_compressed(path, keys=np.asarray(keys), problem=np.repeat(np.arange(len(keys)), [len(b) for b in blocks]
+                                                                          ).astype(np.int32),
+                        samples=np.concatenate(blocks) if blocks else np.zeros((0, len(NVML_COLUMNS))),
+                        columns=np.asarray(NVML_COLUMNS))
+    return path
+
+
+def _problem_key(r) -> str:
+    return f"{r.get('phase')}|{r.get('dtype')}|{r.get('m')}x{r.get('n')}x{r.get('k')}"
+
+
+def _published(res: dict, rows: list[dict], rep: dict | None) -> dict:
+    """The published dict of ``rows`` (flattened rows of ``res``) and, with ``rep``, their repeat."""
+    cols = COLUMNS + [c for c in W.ROW_COLUMNS if any(c in r for r in rows)]
+    out = {"schema": "validation/measurements.py load_h200_timings", "env": res["env"], "plan": res["plan"],
+           "compile_s": res.get("compile_s"), "elapsed_s": res.get("elapsed_s"), "done": res.get("done", False),
+           "skipped": res.get("skipped"), "errors": res.get("errors"), "columns": cols,
+           "rows": [[_round(v.get(c)) for c in cols] for v in rows]}
+    if rep is not None:
         by = {_row_key(v): v for v in _flat_rows(rep)}
         rcols = ["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "n_launches"]
         out["repeat"] = {"env": rep["env"], "columns": rcols, "elapsed_s": rep.get("elapsed_s"),
-                         "rows": [[_round((by.get(_row_key(v)) or {}).get(c)) for c in rcols]
-                                  for v in _flat_rows(res)],
-                         "overhead": rep.get("overhead"), "launch_path": rep.get("launch_path")}
-    pj = dest / f"h200_campaign{tag}.json"
+                         "rows": [[_round((by.get(_row_key(v)) or {}).get(c)) for c in rcols] for v in rows]}
+    return out
+
+
+def _write_published(dest: Path, base: str, out: dict, res: dict, rows: list[dict], launches_npz: bool) -> list[Path]:
+    """``base.json`` and, with ``launches_npz``, ``base``'s launches npz (the launches of ``rows`` only)."""
+    pj = dest / f"{base}.json"
     pj.write_text(json.dumps(out, separators=(",", ":"), default=str))
     paths = [pj]
     if launches_npz:
         import numpy as np
-        keys = sorted(res["launches"])
-        arr = [np.asarray([[np.nan if v is None else float(v) for v in x] for x in res["launches"][kk]],
-                          dtype=np.float32).reshape(-1, 6) for kk in keys]
+        want = {_row_key(r) for r in rows}
+        keys = sorted(kk for kk in res["launches"] if kk in want)
+        width = len(LAUNCH_COLUMNS)
+        arr = [np.asarray([[np.nan if v is None else float(v) for v in [*x, *[None] * (width - len(x))]]
+                           for x in res["launches"][kk]], dtype=np.float64).reshape(-1, width) for kk in keys]
         idx = np.repeat(np.arange(len(keys)), [len(a) for a in arr])
-        pn = dest / f"h200_campaign_launches{tag}.npz"
+        stem = base.replace(".dry_run", "")
+        pn = dest / f"{stem}_launches{base[len(stem):]}.npz"
         np.savez_compressed(pn, keys=np.asarray(keys), row=idx.astype(np.int32),
-                            launches=np.concatenate(arr) if arr else np.zeros((0, 6), np.float32),
-                            columns=np.asarray(["event_us", "span_us", "clock_ghz", "neighbor_clock_ghz", "queued",
-                                                "gap_us"]))
+                            launches=np.concatenate(arr) if arr else np.zeros((0, width)),
+                            columns=np.asarray(LAUNCH_COLUMNS))
         paths.append(pn)
-    pm = dest / f"h200_campaign{tag}.md"
-    pm.write_text(summary_markdown(out))
-    return [*paths, pm]
+    return paths
 
 
 def _without_out(command: str) -> list[str]:
@@ -952,7 +1202,8 @@ def _main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="output folder (default: $OUT, else campaign_out, or "
                     "campaign_out_dry_run with --dry-run)")
     ap.add_argument("--quick", action="store_true", help="a small subset of every phase (a smoke run)")
-    ap.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
+    ap.add_argument("--phases", default=",".join(DEFAULT_PHASES),
+                    help=f"comma-separated subset of {','.join(PHASES)} (default: all but wide)")
     ap.add_argument("--time-limit", type=float, default=480.0, help="seconds: no new work starts after this")
     ap.add_argument("--dry-run", action="store_true", help="CPU: the plan, the rules and synthetic timings")
     ap.add_argument("--compile", action="store_true", help="with --dry-run: compile every kernel for sm_90a")

@@ -2,7 +2,10 @@
 
 ``load_h200_timings()`` reads ``validation/results/h200_campaign.json`` (written by
 ``python -m validation.campaign --publish RUN_DIR`` from a GPU run of ``python -m validation.campaign``)
-and returns one dict per (phase, dtype, problem, kernel):
+and returns one dict per (phase, dtype, problem, kernel). ``load_h200_wide()`` reads the wide campaign
+(``--phases wide``): its dev part, ``h200_campaign_wide.json``, by default; its held-out part
+(``h200_campaign_wide_heldout.json``) only when asked for by name (``split="held_out"``), and no
+loader reads a held-out file without it. Rows:
 
 =====================  ==========================================================================
 key                    meaning
@@ -39,6 +42,17 @@ key                    meaning
 ``error``              why a config did not run (then no timing)
 ``*_repeat``           (when the campaign was run twice with the same command) the second run's
                        ``event_us``, ``span_us``, ``clock_ghz``, ``neighbor_clock_ghz``, ``n_launches``
+``split``, ``cls``     (wide) ``"dev"`` or ``"held_out"``, fixed before the campaign ran
+                       (validation/campaign_wide.py), and the problem's class
+``problem_order``      (wide) the problem's place in the run; ``prev_problem``, ``next_problem``:
+                       the keys (``wide|dtype|MxNxK``) of the problems measured before and after
+``t_first_s``          (wide) host time of the row's first and last launch (``t_last_s``), s from
+                       the campaign's start (the GPU ran its problems back to back in this order)
+``nvml_*``             (wide) NVML over the row's own launches' windows (sampled every 5 ms):
+                       ``nvml_samples`` (how many; 0: the launches were too short, all None),
+                       medians ``nvml_power_w`` (NVML's ~1 s average), ``nvml_power_instant_w``,
+                       ``nvml_sm_mhz`` (+ ``_min``, ``_max``), ``nvml_temp_c``, ``nvml_reasons``
+                       (fraction of samples per clock-event reason, e.g. ``sw_power_cap``)
 ``env``                device, driver, DSL version, torch, date, the exact command (shared dict)
 =====================  ==========================================================================
 """
@@ -50,6 +64,10 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CAMPAIGN = RESULTS / "h200_campaign.json"
+#: The wide campaign (validation/campaign_wide.py): dev rows, and the held-out rows kept apart.
+WIDE = RESULTS / "h200_campaign_wide.json"
+WIDE_HELDOUT = RESULTS / "h200_campaign_wide_heldout.json"
+SPLITS = ("dev", "held_out")
 
 
 #: KernelConfig.name() suffixes of the instrumentation levels (hw_kernels/records.py).
@@ -83,18 +101,28 @@ def rows_from_published(pub: dict) -> list[dict]:
 
 
 def load_h200_timings(path: str | Path | None = None, *, phase: str | None = None, dtype: str | None = None,
-                      kernel: str | None = None, ok_only: bool = True,
+                      kernel: str | None = None, ok_only: bool = True, split: str | None = None,
                       allow_dry_run: bool = False) -> list[dict]:
     """The committed H200 timings (schema in this module's docstring), optionally filtered.
 
     ``ok_only``: drop rows of our kernel that failed their correctness check or did not run.
-    Raises FileNotFoundError if the campaign was not committed, ValueError for a dry run.
+    ``split``: keep the rows of that split only (``"dev"``, ``"held_out"``); a file that holds held-out
+    rows is read only with ``split="held_out"``.
+    Raises FileNotFoundError if the campaign was not committed, ValueError for a dry run, an unknown
+    split, or held-out rows not asked for.
     """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split={split!r}: unknown; valid: {', '.join(SPLITS)}")
     p = Path(path) if path is not None else CAMPAIGN
     pub = json.loads(p.read_text())
     if pub.get("env", {}).get("dry_run") and not allow_dry_run:
         raise ValueError(f"{p}: a --dry-run campaign (synthetic timings), not a measurement")
     rows = rows_from_published(pub)
+    if split != "held_out" and (pub.get("split") == "held_out" or any(r.get("split") == "held_out" for r in rows)):
+        raise ValueError(f"{p}: holds held-out rows (kept to score a model chosen without them); "
+                         "read them only with split='held_out'")
+    if split is not None:
+        rows = [r for r in rows if r.get("split") == split]
     if phase is not None:
         rows = [r for r in rows if r["phase"] == phase]
     if dtype is not None:
@@ -104,6 +132,26 @@ def load_h200_timings(path: str | Path | None = None, *, phase: str | None = Non
     if ok_only:
         rows = [r for r in rows if r.get("error") is None and r.get("ok") is not False and r.get("event_us")]
     return rows
+
+
+def load_h200_wide(split: str = "dev", path: str | Path | None = None, **filters) -> list[dict]:
+    """The wide campaign's rows of ``split`` (``"dev"``: ``h200_campaign_wide.json``; ``"held_out"``:
+    ``h200_campaign_wide_heldout.json``, for scoring only); ``filters``: those of
+    :func:`load_h200_timings` (phase, dtype, kernel, ok_only, allow_dry_run)."""
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r}: unknown; valid: {', '.join(SPLITS)}")
+    default = WIDE if split == "dev" else WIDE_HELDOUT
+    return load_h200_timings(path if path is not None else default, split=split, **filters)
+
+
+def wide_problems(split: str = "dev", path: str | Path | None = None) -> dict:
+    """The wide campaign's problems of ``split``: ``{key: record}`` with ``order``, ``prev``, ``next``,
+    ``cls``, ``rounds``, host times (s from the campaign's start) and ``nvml`` (medians over the
+    problem's alternating rounds: power, SM clock, clock-event reasons, energy-counter power)."""
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r}: unknown; valid: {', '.join(SPLITS)}")
+    p = Path(path) if path is not None else (WIDE if split == "dev" else WIDE_HELDOUT)
+    return json.loads(p.read_text()).get("problems") or {}
 
 
 def launch_path(path: str | Path | None = None) -> list[dict]:

@@ -209,10 +209,13 @@ def queued_round(launchers: dict, order: list, busy_ms: float) -> dict:
     """One alternating round: a busy kernel (``torch.cuda._sleep``), then, in ``order``, each
     launcher between a pair of CUDA events, all enqueued while the GPU is still busy; then sync.
 
-    Returns ``{"event_us": {name: us}, "queued": bool, "enqueue_ms": float, "gap_us": {name: us}}``:
-    ``queued`` is True when the host had enqueued the whole round before the busy kernel ended (so no
-    launch waited for the host: the event times are GPU times); ``gap_us``: GPU idle between the
-    previous launch's end event and this one's start event (0 when queued).
+    Returns ``{"event_us": {name: us}, "queued": bool, "enqueue_ms": float, "gap_us": {name: us},
+    "host_t": {name: (start, end)}}``: ``queued`` is True when the host had enqueued the whole round
+    before the busy kernel ended (so no launch waited for the host: the event times are GPU times);
+    ``gap_us``: GPU idle between the previous launch's end event and this one's start event (0 when
+    queued); ``host_t``: each launch's start and end event on the host's ``time.perf_counter()``
+    clock, placed back from the moment the synchronize returned (the last end event, late by the
+    synchronize's return latency, tens of us): to slice samples taken on the host (NVML) by launch.
     """
     import torch
     ev = {n: (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for n in order}
@@ -228,12 +231,15 @@ def queued_round(launchers: dict, order: list, busy_ms: float) -> dict:
     enqueue_ms = (time.perf_counter() - t0) * 1e3
     queued = not busy_end.query()
     torch.cuda.synchronize()
-    out = {"event_us": {}, "gap_us": {}, "queued": queued, "enqueue_ms": enqueue_ms}
+    t_done = time.perf_counter()
+    out = {"event_us": {}, "gap_us": {}, "queued": queued, "enqueue_ms": enqueue_ms, "host_t": {}}
     prev = busy_end
+    last = ev[order[-1]][1]
     for n in order:
         st, en = ev[n]
         out["event_us"][n] = st.elapsed_time(en) * 1e3
         out["gap_us"][n] = prev.elapsed_time(st) * 1e3
+        out["host_t"][n] = (t_done - st.elapsed_time(last) * 1e-3, t_done - en.elapsed_time(last) * 1e-3)
         prev = en
     return out
 

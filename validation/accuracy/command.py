@@ -12,7 +12,7 @@ from simulator.engine.out_path import check_output_dir
 from simulator.errors import ConfigError
 
 from .cache import SimCache
-from .datasets import DATASETS, quick_subset
+from .datasets import DATASETS, DEFAULT_DATASETS, quick_subset
 from .evaluate import evaluate_dataset
 from .report import format_report, results_json
 
@@ -24,7 +24,8 @@ def add_accuracy_parser(sub) -> None:
     a = sub.add_parser("accuracy", help="re-run every committed measurement on the CPU and score the model "
                                         "beside the roofline, nvMatmulHeuristics and published models")
     a.add_argument("--data", action="append", choices=sorted(DATASETS), default=None,
-                   help="data set(s) to score (default: all)")
+                   help=f"data set(s) to score (default: {', '.join(DEFAULT_DATASETS)}; h200-wide-heldout: "
+                        "the held-out rows, for the final score only)")
     a.add_argument("--quick", action="store_true",
                    help="a stratified subset: every config of the cheapest shapes of each row class")
     a.add_argument("--budget", action="append", default=[], metavar="[DATA=]MEVENTS",
@@ -73,7 +74,7 @@ def check_out_dir(path: str) -> Path:
 
 
 def check_args(args) -> tuple[list[str], dict[str, float], Path | None]:
-    names = list(dict.fromkeys(args.data or DATASETS))
+    names = list(dict.fromkeys(args.data or DEFAULT_DATASETS))
     if args.jobs < 0:
         raise ConfigError(f"--jobs {args.jobs}: must be >= 0 (0 = every core)")
     if args.gemm_model is not None and "b200" not in names:

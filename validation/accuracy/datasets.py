@@ -146,16 +146,19 @@ def _h200_skip_reason(row: dict) -> str | None:
     return None
 
 
-def load_h200(path=None) -> DataSet:
-    """Our H200 timings of the SM90 twin (``validation/results/h200_campaign.json``), each row at its
-    own in-kernel clock."""
+def load_h200(path=None, *, split: str | None = None) -> DataSet:
+    """Our H200 timings of the SM90 twin (``validation/results/h200_campaign.json``; with ``split``, the
+    wide campaign's part of that name: ``h200_campaign_wide.json``, ``h200_campaign_wide_heldout.json``),
+    each row at its own in-kernel clock."""
     from simulator.engine.run import estimate_events
     from validation.compare import sim_config_from_measured
-    from validation.measurements import CAMPAIGN, load_h200_timings
-    src = path or CAMPAIGN
-    ds = DataSet("h200", "H200, our CuTe-DSL SM90 twin (validation/results)", "", [], derived=H200_DERIVED)
+    from validation.measurements import CAMPAIGN, WIDE, WIDE_HELDOUT, load_h200_timings
+    src = path or {None: CAMPAIGN, "dev": WIDE, "held_out": WIDE_HELDOUT}[split]
+    name = {None: "h200", "dev": "h200-wide", "held_out": "h200-wide-heldout"}[split]
+    title = "H200, our CuTe-DSL SM90 twin (validation/results)" + ("" if split is None else f", wide campaign, {split}")
+    ds = DataSet(name, title, "", [], derived=H200_DERIVED)
     try:
-        campaign = load_h200_timings(src, kernel="wsim_sm90_twin", ok_only=False)
+        campaign = load_h200_timings(src, kernel="wsim_sm90_twin", ok_only=False, split=split)
     except (FileNotFoundError, ValueError) as e:
         ds.skipped.append(f"no H200 campaign: {e}")
         return ds
@@ -181,8 +184,15 @@ def load_h200(path=None) -> DataSet:
     return ds
 
 
-#: name -> loader(path or None) -> DataSet. A new data set is one more entry.
-DATASETS: dict[str, Callable[..., DataSet]] = {"h200": load_h200, "b200": load_b200}
+#: name -> loader(path or None) -> DataSet. A new data set is one more entry. The wide campaign's
+#: parts are scored only when named: ``h200-wide`` (dev rows) and ``h200-wide-heldout`` (the held-out
+#: rows: the final score of a model chosen without them).
+DATASETS: dict[str, Callable[..., DataSet]] = {
+    "h200": load_h200, "b200": load_b200,
+    "h200-wide": lambda path=None: load_h200(path, split="dev"),
+    "h200-wide-heldout": lambda path=None: load_h200(path, split="held_out")}
+#: What ``wsim accuracy`` scores without ``--data``.
+DEFAULT_DATASETS = ("h200", "b200")
 
 
 # ================================================================================== subsetting

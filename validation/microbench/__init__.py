@@ -11,7 +11,10 @@ One module per family, each a set of sm_90a kernels (CUDA C++ with inline PTX, c
   and streaming TMA bandwidth against footprint and number of SMs (the L2 -> SM bandwidth);
 * :mod:`.sync` -- pointer-chase L2 / HBM latency, mbarrier wake latency in a CTA and across a cluster;
 * :mod:`.cluster` -- cluster residency (cuOccupancyMaxActiveClusters) and where the clusters of one
-  launch land (%smid), from which the GPCs are inferred.
+  launch land (%smid), from which the GPCs are inferred;
+* :mod:`.power` (its own command, ``python -m validation.microbench.power``; issue 16) -- the clock
+  control: power, NVML and in-kernel clock under set tensor-core / SMEM / L2 / HBM loads, the clock's
+  fall and recovery, input data and neighbours (:mod:`validation.nvml_sampler` samples NVML).
 
     python -m validation.microbench.run --out OUT     # on the GPU machine: all families, JSON + .md
     python -m validation.microbench.run --dry-run     # on a CPU: build every kernel, print the plan

@@ -133,6 +133,20 @@ class Gpu:
     def sync(self) -> None:
         _check(self.cu.cuCtxSynchronize())
 
+    def wait(self, poll_s: float = 0.0005) -> None:
+        """Wait for stream 0 by polling (sleeping between polls), so that other Python threads (an NVML
+        sampler) keep running while a long kernel runs; raise on any error."""
+        import time
+        cu = self.cu
+        while True:
+            res = cu.cuStreamQuery(cu.CUstream(0))
+            err = res[0] if isinstance(res, tuple) else res
+            if err == cu.CUresult.CUDA_SUCCESS:
+                return
+            if err != cu.CUresult.CUDA_ERROR_NOT_READY:
+                _check(res)
+            time.sleep(poll_s)
+
     def max_active_clusters(self, fn, cluster: int, block: int, smem: int) -> int:
         """``cuOccupancyMaxActiveClusters`` (the driver's cudaOccupancyMaxActiveClusters)."""
         self.prepare(fn, smem, cluster)
