@@ -26,13 +26,14 @@ class Row:
     key: str                    # unique within the data set
     label: str                  # shape and config, for tables
     shape: str                  # the problem (the unit of leave-one-shape-out)
-    row_class: str
+    row_class: str              # the primary class (tables; the quick subset's strata)
     config: object              # Sm100GemmConfig / Sm90GemmConfig
     arch: ArchSpec              # the shipped constants, at the clock the row ran at
     measured_us: float
     baselines: dict[str, float] = field(default_factory=dict)   # published predictions, us
     measured: dict[str, float] = field(default_factory=dict)    # other measured values (derived constants)
     est_events: int = 0
+    classes: dict[str, str] = field(default_factory=dict)       # further class dimensions -> class
 
 
 @dataclass
@@ -46,6 +47,7 @@ class DataSet:
     fitted: tuple[FittedConstant, ...] = ()
     derived: tuple[DerivedConstant, ...] = ()
     baseline_names: tuple[str, ...] = ()
+    class_title: str = "row class"      # what ``Row.row_class`` classifies by
     #: Measurements from a public repository that we read but do not commit: written results keep
     #: the scores and the per-row ratios, not the measured times or the published predictions.
     external: bool = False
@@ -85,7 +87,8 @@ def load_b200(path=None) -> DataSet:
     from simulator.engine.run import estimate_events
     from validation import b200_data as bd
     ds = DataSet("b200", "B200, hbarclay/gemm-model fp16 rows (CuTe-DSL dense_gemm_persistent, 2-CTA, "
-                 "static scheduler)", "", [], fitted=B200_FITTED, baseline_names=("gemm-model",), external=True)
+                 "static scheduler)", "", [], fitted=B200_FITTED, baseline_names=("gemm-model",), external=True,
+                 class_title="shape class")
     try:
         d = bd.data_dir(path)
         rows = bd.load_rows(d)
@@ -102,7 +105,8 @@ def load_b200(path=None) -> DataSet:
         cfg = r.config()
         ds.rows.append(Row("b200", str(r.index), f"{r.shape_name} {r.config_name}", r.shape_name,
                            _b200_class(r.m, r.n, r.k), cfg, arch, r.runtime_us,
-                           {"gemm-model": preds[r.index]}, est_events=estimate_events(cfg.resolved(arch))))
+                           {"gemm-model": preds[r.index]}, est_events=estimate_events(cfg.resolved(arch)),
+                           classes={"MMA tile": f"{r.mma_m}x{r.mma_n}", "cluster": f"{r.cluster_m}x{r.cluster_n}"}))
     ds.notes.append("each measurement is the mean of 5 back-to-back launches from Python between two CUDA "
                     "events; the model's time per launch (cycles / clock + the launch overhead) is compared "
                     "with it directly: a host launch interval fitted beside it sits below every row's "
@@ -116,6 +120,13 @@ def load_b200(path=None) -> DataSet:
 # ======================================================================================== H200
 def _h200_class(cfg) -> str:
     return f"{cfg.schedule} {cfg.tile_m}x{cfg.tile_n}"
+
+
+def _h200_classes(cfg, measured_us: float) -> dict[str, str]:
+    m = cfg.m
+    return {"M": "M <= 256" if m <= 256 else ("256 < M <= 2560" if m <= 2560 else "M > 2560"),
+            "cluster": f"{cfg.cluster_m}x{cfg.cluster_n}", "dtype": cfg.dtype_ab,
+            "kernel time": "< 1 ms" if measured_us < 1000 else ">= 1 ms"}
 
 
 def _median_launch(rows: list[Row]) -> float:
@@ -156,7 +167,7 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
     src = path or {None: CAMPAIGN, "dev": WIDE, "held_out": WIDE_HELDOUT}[split]
     name = {None: "h200", "dev": "h200-wide", "held_out": "h200-wide-heldout"}[split]
     title = "H200, our CuTe-DSL SM90 twin (validation/results)" + ("" if split is None else f", wide campaign, {split}")
-    ds = DataSet(name, title, "", [], derived=H200_DERIVED)
+    ds = DataSet(name, title, "", [], derived=H200_DERIVED, class_title="schedule and tile")
     try:
         campaign = load_h200_timings(src, kernel="wsim_sm90_twin", ok_only=False, split=split)
     except (FileNotFoundError, ValueError) as e:
@@ -180,7 +191,8 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         ds.rows.append(Row("h200", f"{row['phase']} {shape} {row['config']}", f"{shape} {row['config']}", shape,
                            _h200_class(cfg), cfg, arch, float(row["event_us"]),
                            measured={"event_minus_span_us": float(row["event_minus_span_us"])},
-                           est_events=estimate_events(cfg.resolved(arch))))
+                           est_events=estimate_events(cfg.resolved(arch)),
+                           classes=_h200_classes(cfg, float(row["event_us"]))))
     return ds
 
 

@@ -47,19 +47,29 @@ def _headline(res: DataSetResult) -> list[str]:
     return out
 
 
+def class_dimensions(res: DataSetResult) -> dict[str, np.ndarray]:
+    """Each way the rows are classed (the data set's primary class first) -> every row's class."""
+    dims = {res.ds.class_title: np.array([r.row_class for r in res.rows])}
+    for key in dict.fromkeys(k for r in res.rows for k in r.classes):
+        dims[key] = np.array([r.classes.get(key, "-") for r in res.rows])
+    return dims
+
+
 def _by_class(res: DataSetResult) -> list[str]:
-    classes = sorted({r.row_class for r in res.rows})
-    if len(classes) < 2:
-        return []
     names = list(res.predictors())
-    lines = ["By row class (MAPE, same rows):", "", "| row class | rows | " + " | ".join(names) + " |",
-             "| --- | ---: |" + " ---: |" * len(names)]
-    cls_of = np.array([r.row_class for r in res.rows])
-    for c in classes:
-        sc = scores(res, cls_of == c)
-        n = next(iter(sc.values())).n
-        lines.append(f"| {c} | {n} | " + " | ".join(_fmt(s.mape) for s in sc.values()) + " |")
-    return lines + [""]
+    lines = []
+    for dim, cls_of in class_dimensions(res).items():
+        classes = sorted(set(cls_of))
+        if len(classes) < 2:
+            continue
+        lines += [f"By {dim} (MAPE, same rows):", "", f"| {dim} | rows | " + " | ".join(names) + " |",
+                  "| --- | ---: |" + " ---: |" * len(names)]
+        for c in classes:
+            sc = scores(res, cls_of == c)
+            n = next(iter(sc.values())).n
+            lines.append(f"| {c} | {n} | " + " | ".join(_fmt(s.mape) for s in sc.values()) + " |")
+        lines.append("")
+    return lines
 
 
 def _constants(res: DataSetResult) -> list[str]:
@@ -156,7 +166,8 @@ def format_report(results: list[DataSetResult], *, command: str, engine: str) ->
 
 def _row_json(res: DataSetResult, i: int) -> dict:
     r, meas = res.rows[i], res.measured_us[i]
-    row = {"key": r.key, "label": r.label, "class": r.row_class, "shape": r.shape, "scored": bool(res.keep[i]),
+    row = {"key": r.key, "label": r.label, "class": r.row_class, "classes": r.classes, "shape": r.shape,
+           "scored": bool(res.keep[i]),
            "cycles": res.scored[i].cycles, "wsim_us": res.wsim_us[i], "constants": res.fold_constants(i),
            "shipped_us": res.dev_us[i]}
     if res.ds.external:
@@ -174,13 +185,13 @@ def results_json(results: list[DataSetResult], *, command: str, engine: str) -> 
     for res in results:
         d = {"title": res.ds.title, "source": res.ds.source, "subset": res.subset, "skipped": res.ds.skipped}
         if res.rows:
-            cls_of = np.array([r.row_class for r in res.rows])
             d.update({
                 "scores": {n: asdict(s) for n, s in scores(res).items()},
                 "shipped_constants_score": (asdict(Score.of(res.dev_us[res.keep], res.measured_us[res.keep]))
                                             if res.plan else None),
-                "by_class": {c: {n: asdict(s) for n, s in scores(res, cls_of == c).items()}
-                             for c in sorted(set(cls_of))},
+                "by_class": {dim: {c: {n: asdict(s) for n, s in scores(res, cls_of == c).items()}
+                                   for c in sorted(set(cls_of))}
+                             for dim, cls_of in class_dimensions(res).items()},
                 "constants": ({"all_rows": res.plan.all_rows, "folds": res.plan.folds} if res.plan else None),
                 "left_out": res.left_out, "notes": [*res.ds.notes, *res.notes],
                 "rows": [_row_json(res, i) for i in range(len(res.rows))]})
