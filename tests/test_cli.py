@@ -96,11 +96,11 @@ def test_the_wsim_command_is_the_entry_package(capsys):
     from wsim import cli as wsim_cli
     text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert 'wsim = "wsim.cli:main"' in text and '"wsim*"' in text
-    assert set(simulator_cli.COMMANDS) == {"simulate", "plot", "sweep", "tune"}
+    assert set(simulator_cli.COMMANDS) == {"simulate", "plot", "sweep", "tune", "check"}
     assert set(wsim_cli.COMMANDS) == set(simulator_cli.COMMANDS) | {"validate", "accuracy"}
     p = subprocess.run([sys.executable, "-m", "wsim", "--help"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert "{simulate,plot,sweep,tune,validate,accuracy}" in p.stdout
+    assert "{simulate,check,plot,sweep,tune,validate,accuracy}" in p.stdout
 
 
 def test_validate_bad_file_is_one_line(tmp_path, capsys):

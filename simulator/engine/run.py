@@ -36,6 +36,7 @@ from simulator.machine.constants import Constant
 from simulator.machine.memory import MemorySystem, MemoryTiming
 from simulator.protocol.deadlock import DeadlockReport, analyze, barrier_kind
 from simulator.protocol.knobs import ProtocolKnobs
+from simulator.protocol.races import RaceDetector
 
 #: Width of the bins HBM traffic is counted in for the bandwidth counter track (cycles).
 HBM_COUNTER_BIN_CYCLES = 2000.0
@@ -95,10 +96,16 @@ class SimResult:
     role_cycles: dict = field(default_factory=dict)   # role -> lifetime cycles summed over CTAs
     wait_cycles: dict = field(default_factory=dict)   # (role, barrier kind) -> wait cycles summed over CTAs
     tc_busy_cycles: float = 0.0
+    first_violation_cycle: float | None = None        # when the first wrong-phase arrival landed
+    race_check: bool = False                          # whether the race detectors ran (simulator.protocol.races)
+    races: list[str] = field(default_factory=list)    # the first races found, described
+    race_count: int = 0
+    race_kinds: dict = field(default_factory=dict)    # race kind -> how many
+    first_race_cycle: float | None = None
 
     @property
     def ok(self) -> bool:
-        return self.deadlock is None and self.violation_count == 0
+        return self.deadlock is None and self.violation_count == 0 and self.race_count == 0
 
     @property
     def peak_fraction(self) -> float:
@@ -121,6 +128,7 @@ class SimResult:
             "tx_expected": self.tx_expected, "tx_landed": self.tx_landed, "clc_queries": self.clc_queries,
             "violation_count": self.violation_count, "violations": list(self.violations),
             "deadlock": self.deadlock.to_dict() if self.deadlock is not None else None,
+            "races": list(self.races), "race_count": self.race_count, "race_kinds": sorted(self.race_kinds.items()),
         }
 
     def tile_check(self) -> tuple[int, int]:
@@ -139,6 +147,12 @@ class SimResult:
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
             "violations": self.violations,
             "violation_count": self.violation_count,
+            "first_violation_cycle": self.first_violation_cycle,
+            "race_check": self.race_check,
+            "races": self.races,
+            "race_count": self.race_count,
+            "race_kinds": self.race_kinds,
+            "first_race_cycle": self.first_race_cycle,
             "cycles": self.cycles,
             "time_ns": self.time_ns,
             "launch_overhead_ns": self.launch_overhead_ns,
@@ -312,7 +326,8 @@ def _check_simulate_args(cfg, knobs, flags: dict[str, Any], progress) -> None:
 def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKnobs | None = None,
              trace: bool = False, trace_sms=None, count_events: bool = False,
              allow_protocol_experiments: bool = False, engine: str = "fast",
-             max_events: int | None = DEFAULT_MAX_EVENTS, progress=None, clock=None) -> SimResult:
+             max_events: int | None = DEFAULT_MAX_EVENTS, progress=None, clock=None,
+             race_check: bool | None = None, inspect=None) -> SimResult:
     """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
 
     ``clock``: the SM clock -- "max" (the arch's, default), "sustained" (a documented under-load
@@ -333,6 +348,11 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
     recorded, a list of SM numbers of which at least one is in the run. ``count_events`` is kept for
     compatibility: every run counts its events (``SimResult.events``). Every argument of the wrong
     type or value is a :class:`~simulator.errors.ConfigError` naming it.
+    ``race_check``: run the race detectors (:mod:`simulator.protocol.races`: stage ownership per
+    buffer, bytes per phase, TMEM lifetime) and report what they find in ``SimResult.races``; they
+    never change a simulated time. ``None`` (default): on exactly when ``knobs`` are not the seed's.
+    ``inspect``, if given, is called with the built kernel model before it runs (``wsim check`` reads
+    the counts its barriers are initialised with).
     """
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     _check_simulate_args(cfg, knobs, {"trace": trace, "count_events": count_events,
@@ -353,6 +373,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM90 kernel needs an SM90 arch (h200)")
     knobs = knobs or ProtocolKnobs()
     knobs.check()
+    if race_check is None:
+        race_check = not knobs.is_default
     cfg = cfg.resolved(arch)
     cfg.can_implement(arch, allow_protocol_experiments=allow_protocol_experiments or not knobs.is_default)
     knobs.check_applies(cfg)   # a knob aimed at a pipeline this run never uses is an error, not a no-op
@@ -379,7 +401,12 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         tr = Trace({"source": "simulated", "arch": arch.name, "kernel": kernel_cls.__name__,
                     "config": asdict(cfg)}, clock_ghz=clk)
     t0 = time.perf_counter()
-    kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms)
+    races = RaceDetector() if race_check else None
+    kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms, races=races)
+    if knobs.acts_on_barriers:   # single-barrier counts, skipped / wrong-parity waits, expect-tx bytes
+        knobs.apply_to(kernel.all_barriers())
+    if inspect is not None:
+        inspect(kernel)
     if progress is not None:
         expected = max(1, cfg.tiles_m * cfg.tiles_n * cfg.l * cfg.atom_thr_m)
         stats_ = kernel.stats
@@ -402,14 +429,20 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
     deadlock = analyze(kernel, env.now)
     violations: list[str] = []
     vcount = 0
+    first_violation = None
     suspects: list[str] = []            # barrier kinds that saw arrivals in the wrong phase
     for bar in kernel.all_barriers():
         n = getattr(bar, "violation_count", 0)
         if n:
             vcount += n
             violations += [v.describe() for v in bar.violations]
+            t_first = min((v.time for v in bar.violations), default=None)
+            if t_first is not None and (first_violation is None or t_first < first_violation):
+                first_violation = t_first
             if barrier_kind(bar.name) not in suspects:
                 suspects.append(barrier_kind(bar.name))
+    if races is not None:
+        races.finish()
     if deadlock is not None:
         deadlock.suspects = suspects
     cycles = stats.end_cycle
@@ -446,6 +479,10 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         events=env.events_processed, wall_s=wall, trace=tr, engine=engine, engine_note=engine_note,
         l2_hits=mem.l2_hits, l2_misses=mem.l2_misses, role_cycles=dict(stats.role_cycles),
         wait_cycles=dict(stats.wait_cycles), tc_busy_cycles=stats.tc_busy_cycles,
+        first_violation_cycle=first_violation, race_check=races is not None,
+        races=races.describe() if races is not None else [], race_count=races.count if races is not None else 0,
+        race_kinds=dict(races.kinds) if races is not None else {},
+        first_race_cycle=races.first_cycle if races is not None else None,
     )
 
 

@@ -36,6 +36,7 @@ cdef class RoleBase:
     cdef public object start_cycle
     cdef public str stat_name
     cdef public dict wait_acc
+    cdef public object races
     @cython.locals(loop=EventLoop)
     cdef double _time(self)
     @cython.locals(loop=EventLoop)

@@ -72,6 +72,8 @@ class RoleBase:
         self.stat_name = self.name
         # Wait cycles per barrier kind, merged into the run statistics when the role finishes.
         self.wait_acc: dict[str, _WaitTotal] = {}
+        # The kernel's race detectors (simulator.protocol.races), or None (the default: no hook runs).
+        self.races = getattr(self.k, "races", None)
 
     # ``env.now`` and ``env.timeout`` for the roles' hot loops: compiled, they go straight to the
     # fast engine's loop instead of through a Python attribute lookup.

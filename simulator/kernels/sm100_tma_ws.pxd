@@ -77,5 +77,6 @@ cdef class Sm100GemmTmaWarpSpecialized:
     cdef public double _l2_cost
     cdef public long _a_dests
     cdef public long _b_dests
+    cdef public object races
     @cython.final
-    cpdef issue_mainloop_tma(self, Cta cta, object tile, tuple loads, object kb, object stage, Role role)
+    cpdef double issue_mainloop_tma(self, Cta cta, object tile, tuple loads, object kb, object stage, Role role)

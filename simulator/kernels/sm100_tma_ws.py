@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import simpy
 
+from simulator.kernels import race_hooks
 from simulator.kernels.common import NUM_THREADS_PER_WARP, Cluster, ConfigSnapshot, RoleBase, RunStats
 from simulator.kernels.scheduler import (
     ClcHardware,
@@ -82,6 +83,7 @@ from simulator.protocol.pipeline import (
     PipelineUmmaAsync,
     make_producer_start_state,
 )
+from simulator.protocol.races import RaceDetector
 
 CLC_RESPONSE_BYTES = 16  # sizeof(CLCResponse): the try_cancel response is 16 bytes
 
@@ -264,6 +266,12 @@ class Role(RoleBase):
             yield ev
             self._waited("clc.full", st.index, t0)
         nxt = self.cta.clc_response[st.index]
+        if nxt is None:
+            # Only a broken protocol reads a stage before any response landed in it (wsim check's
+            # mutations): its SMEM holds no tile id; taken as "no more work".
+            nxt = WorkTileInfo.invalid()
+        if self.races is not None:                    # race detectors (wsim check): the response is read now
+            race_hooks.clc_read(k, self.cta, st, self)
         if k.knobs.releases("clc"):
             self.cta.clc.consumer_release(st, self.who, self.threads)
         st.advance()
@@ -296,6 +304,7 @@ class MainloopLoad(Role):
         throttled = cfg.tile_scheduler == "clc" and cta.is_first_cta and knobs.clc_throttle
         k_tiles = cfg.k_tiles
         prologue = min(cfg.mainloop_stages, k_tiles)
+        races = self.races
         while True:
             tile = self.tile_of(work)
             if throttled and requires_clc_query:
@@ -320,7 +329,9 @@ class MainloopLoad(Role):
                 if is_mma_leader:
                     pipe.producer_acquire_expect(state, who, True)
                     stats.tx_expected += tx_bytes
-                k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
+                land = k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
+                if races is not None:                  # race detectors (wsim check)
+                    race_hooks.mainloop_write(k, cta, state, land, self)
                 state.advance()
             if do_load_order_arrive:
                 cta.load_order.arrive(self.who, self.threads)
@@ -365,6 +376,7 @@ class Mma(Role):
         stats: RunStats = self.stats
         kblock_cycles, drain = t.kblock_mma_cycles, t.mma_drain_cycles
         traced = self.tr is not None
+        races = self.races
         while True:
             tile = self.tile_of(work)
             res = yield from self.fetch_next_work(work)
@@ -379,6 +391,7 @@ class Mma(Role):
                         self._waited("accumulator.empty", acc_state.index, t0, tile)
                 t_tile = self._time()
                 done = self._time()
+                first = done
                 for kb in range(cfg.k_tiles):
                     ev = ml.consumer_wait(ml_state, who)
                     if ev is not None:
@@ -398,6 +411,10 @@ class Mma(Role):
                     end = start + kblock_cycles
                     cta.tc_free = end
                     done = end + drain
+                    if races is not None:              # race detectors (wsim check): the MMA reads the stage
+                        if kb == 0:
+                            first = start
+                        race_hooks.stage_read(k, cta, "mainloop", ml_state, start, done, self)
                     stats.mma_kblocks += 1
                     stats.tc_busy_cycles += kblock_cycles
                     if traced:
@@ -408,6 +425,8 @@ class Mma(Role):
                     ml_state.advance()
                 # accumulator producer_commit: umma commit to both CTAs of the pair.
                 acc.producer_commit_to_at(done, acc_state.copy(), pair, self.who)
+                if races is not None:                  # race detectors (wsim check): the tile's accumulator
+                    race_hooks.accumulator_write(k, cta, acc_state, first, done, self)
                 self.span("acc_handoff", done, done, tile=tile, stage=acc_state.index)
                 self.span("tile", t_tile, done, tile=tile)
             acc_state.advance()
@@ -421,6 +440,8 @@ class Mma(Role):
                 t0 = self._time()
                 yield ev
                 self._waited("tmem_dealloc", -1, t0)
+            if races is not None:
+                race_hooks.tmem_free(k, cta, self._time(), self)
             return
         # Tail: the leader waits for the epilogues to release every accumulator stage.
         if cta.is_mma_leader:
@@ -430,14 +451,16 @@ class Mma(Role):
             # Leader does wait + arrive, follower does arrive + wait (tmem_deallocation_result_barrier).
             peer = cta.cluster.ctas[cta.rank ^ 1]
             if not cta.is_mma_leader:
-                peer.tmem_dealloc.arrive_remote(self.threads, who=self.who)
+                peer.tmem_dealloc.arrive_remote(self.threads, who=self.who, round=0)
             ev = cta.tmem_dealloc.wait(0, self.who)
             if ev is not None:
                 t0 = self._time()
                 yield ev
                 self._waited("tmem_dealloc", -1, t0)
             if cta.is_mma_leader:
-                peer.tmem_dealloc.arrive_remote(self.threads, who=self.who)
+                peer.tmem_dealloc.arrive_remote(self.threads, who=self.who, round=0)
+        if races is not None:                          # race detectors (wsim check): TMEM is freed now
+            race_hooks.tmem_free(k, cta, self._time(), self)
 
 
 class EpilogueLoad(Role):
@@ -451,6 +474,7 @@ class EpilogueLoad(Role):
         cta.epilogue_throttle.arrive(self.threads, who=self.who, round=0)
         work = k.initial_work(cta.cluster)
         do_load_order_wait = True
+        races = self.races
         while True:
             tile = self.tile_of(work)
             res = yield from self.fetch_next_work(work)
@@ -469,7 +493,9 @@ class EpilogueLoad(Role):
                     yield ev
                     self._waited("epi_load.empty", state.index, t0, tile, s)
                 pipe.producer_expect_transaction(state)
-                k.issue_c_load(cta, tile, s, state.copy(), self)
+                land = k.issue_c_load(cta, tile, s, state.copy(), self)
+                if races is not None:                  # race detectors (wsim check)
+                    race_hooks.c_write(k, cta, state, land, self)
                 pipe.producer_commit(state, self.who, self.threads)
                 state.advance()
             work = next_work
@@ -509,6 +535,9 @@ class Epilogue(Role):
         n_sub = cfg.epi_subtiles
         sub_m = -(-cfg.cta_tile_m // cfg.epi_tile[0])
         work = k.initial_work(cta.cluster)
+        races = self.races
+        t_acc = 0.0
+        t_c = 0.0
         while True:
             tile = self.tile_of(work)
             res = yield from self.fetch_next_work(work)
@@ -529,6 +558,10 @@ class Epilogue(Role):
                     # warp now; with reuse (C wider than 8 bit) D is staged in it, so it is released
                     # once the TMA store of this subtile has read it (below).
                     ld_release = ld_state.copy()
+                    if races is not None:              # race detectors (wsim check): C read from now
+                        t_c = self._time()
+                        if not reuse_c:                # ... into registers, at once
+                            race_hooks.stage_read(k, cta, "epi_load", ld_state, t_c, t_c, self)
                     if release_ld and not reuse_c:
                         cta.epi_load.consumer_release(ld_state, self.who, self.threads)
                     ld_state.advance()
@@ -538,8 +571,12 @@ class Epilogue(Role):
                         t0 = self._time()
                         yield ev
                         self._waited("accumulator.full", acc_state.index, t0, tile)
+                    if races is not None:
+                        t_acc = self._time()
                 t0 = self._time()
                 yield self._sleep(t.epi_tmem_cycles)        # tcgen05.ld TMEM -> registers
+                if races is not None:                       # race detectors (wsim check): TMEM read
+                    race_hooks.accumulator_read(k, cta, acc_state, t_acc, s == release_at, s == n_sub - 1, self)
                 if s == release_at:
                     if release_acc:
                         acc.consumer_release_to(acc_state, cta.leader_rank, self.who, self.threads)
@@ -558,6 +595,8 @@ class Epilogue(Role):
                 self.span("epilogue", t0, self._time(), tile=tile, k_block=s, stage=acc_state.index)
                 smem_free = k.issue_store(cta, tile, s, self)
                 stores.append(smem_free)
+                if races is not None and cfg.read_c and reuse_c:   # the C stage holds D until the store read it
+                    race_hooks.stage_read(k, cta, "epi_load", ld_release, t_c, smem_free, self)
                 if cfg.read_c and reuse_c and release_ld:
                     call_at(env, smem_free - self._time(), cta.epi_load.consumer_release, ld_release, self.who,
                             self.threads)
@@ -572,8 +611,8 @@ class Epilogue(Role):
         if overlapping:
             # Signal to the (peer) MMA that the whole TMEM allocation can be freed.
             if cta.atom == 2:
-                cta.cluster.ctas[cta.rank ^ 1].tmem_dealloc.arrive_remote(self.threads, who=self.who)
-            cta.tmem_dealloc.arrive(self.threads, who=self.who)
+                cta.cluster.ctas[cta.rank ^ 1].tmem_dealloc.arrive_remote(self.threads, who=self.who, round=0)
+            cta.tmem_dealloc.arrive(self.threads, who=self.who, round=0)
         # store_tail: wait for every outstanding store.
         if stores and max(stores) > self._time():
             t0 = self._time()
@@ -614,6 +653,8 @@ class Sched(Role):
                     self._waited("clc.empty", prod.index, t0)
                 clc.producer_acquire_expect(prod, self.who)
                 k.issue_clc_query(cta.cluster, prod.index, self)
+                if self.races is not None:             # race detectors (wsim check)
+                    race_hooks.clc_write(k, cta.cluster, prod, self)
                 prod.advance()
             res = yield from self.fetch_next_work(work)
             work, requires_clc_query = res
@@ -627,8 +668,9 @@ class Sm100GemmTmaWarpSpecialized:
     """The kernel: resident clusters, their CTAs, and the shared memory system and CLC hardware."""
 
     def __init__(self, env: simpy.Environment, cfg, arch, memory: MemorySystem, *,
-                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None):
+                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None, races: RaceDetector | None = None):
         self.env = env
+        self.races = races       # the race detectors (wsim check), or None: then no role calls race_hooks
         self.config = cfg
         self.cfg = cfg = ConfigSnapshot(cfg)
         self.arch = arch
@@ -761,9 +803,9 @@ class Sm100GemmTmaWarpSpecialized:
                 mem.key_block(("B", l_idx, n_tile * atom + half, cta.cx // atom), kt),
                 self._in_bounds_b(n_tile, b_slice))
 
-    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> None:
+    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> float:
         """The TMA loads one CTA issues for one K-block; their bytes complete-tx on the full
-        barrier of the MMA leader of every receiving CTA when they land."""
+        barrier of the MMA leader of every receiving CTA when they land (returned)."""
         mem = self.mem
         now = role._time()
         a_key, a_bytes, b_key, b_bytes = loads
@@ -788,6 +830,7 @@ class Sm100GemmTmaWarpSpecialized:
         self.stats.tx_landed += cta.load_bytes
         if role.tr is not None:
             role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
+        return land
 
     def _in_bounds_a(self, a_block: int, nbytes: int) -> int:
         """HBM/L2 bytes of an A slice: rows past M are zero-filled by TMA, not fetched."""
@@ -800,9 +843,10 @@ class Sm100GemmTmaWarpSpecialized:
         cols = self.cfg.n - n_tile * tn
         return nbytes if cols >= tn else max(0, nbytes * cols // tn)
 
-    def issue_c_load(self, cta: Cta, tile, s: int, state: PipelineState, role: Role) -> None:
+    def issue_c_load(self, cta: Cta, tile, s: int, state: PipelineState, role: Role) -> float:
         """A TMA load of one C subtile: only its bytes inside M x N are read (TMA clips the box at the
-        tensor's bounds and zero-fills the rest); the transaction counts the whole box."""
+        tensor's bounds and zero-fills the rest); the transaction counts the whole box. Returns when
+        it lands."""
         cfg, env = self.cfg, self.env
         now = env.now
         c_key = self.mem.key_block(("C", tile[2], tile[0], tile[1], cta.rank), cfg.epi_subtiles) + s
@@ -810,6 +854,7 @@ class Sm100GemmTmaWarpSpecialized:
         bar = cta.epi_load.full[state.index]
         call_at(env, land - now, bar.complete_tx, cfg.epi_c_subtile_bytes)
         role.span("epi_load", now, land, tile=tile, k_block=s, stage=state.index)
+        return land
 
     def issue_store(self, cta: Cta, tile, s: int, role: Role) -> float:
         """A TMA store of one D subtile; returns when it has finished reading SMEM. TMA clips the

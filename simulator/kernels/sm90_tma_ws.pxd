@@ -77,5 +77,6 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public double _store_rate
     cdef public double _store_fixed
     cdef public double _store_write
+    cdef public object races
     @cython.final
-    cpdef issue_mainloop_tma(self, Cta cta, object tile, tuple loads, object kb, object stage, Role role)
+    cpdef double issue_mainloop_tma(self, Cta cta, object tile, tuple loads, object kb, object stage, Role role)

@@ -112,6 +112,7 @@ from dataclasses import dataclass
 
 import simpy
 
+from simulator.kernels import race_hooks
 from simulator.kernels.common import Cluster, RoleBase, RunStats
 from simulator.kernels.scheduler import (
     TileRaster,
@@ -141,6 +142,7 @@ from simulator.protocol.pipeline import (
     PipelineTmaAsync,
     make_producer_start_state,
 )
+from simulator.protocol.races import RaceDetector
 
 #: The pipelines of this kernel that protocol knobs may change (arrival counts, start phase, releases).
 SM90_PIPELINES = ("mainloop", "epi_load")
@@ -443,6 +445,7 @@ class MainloopLoad(Role):
         stats: RunStats = self.stats
         do_load_order_arrive = True
         work = k.initial_work(cta.cluster)
+        races = self.races
         while work.is_valid:
             tile = self.tile_of(work)
             t_tile = self._time()
@@ -456,7 +459,9 @@ class MainloopLoad(Role):
                 # producer_acquire's second half: the leader thread's arrive.expect_tx on full[s].
                 pipe.producer_acquire_expect(state, who, True)
                 stats.tx_expected += tx
-                k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
+                land = k.issue_mainloop_tma(cta, tile, loads, kb, state.index, self)
+                if races is not None:                  # race detectors (wsim check)
+                    race_hooks.sm90_mainloop_write(k, cta, state, land, self)
                 pipe.producer_commit(state, who)   # no-op: the TMA bytes complete the phase
                 state.advance()
             self.span("tile", t_tile, self._time(), tile=tile)
@@ -494,7 +499,9 @@ class EpilogueLoad(Role):
                     t0 = env.now
                     yield ev
                     self._waited("epi_load.empty", state.index, t0, tile, s)
-                k.issue_c_load(cta, tile, s, state.index, self)
+                land = k.issue_c_load(cta, tile, s, state.index, self)
+                if self.races is not None:             # race detectors (wsim check)
+                    race_hooks.sm90_stage_write(k, cta, "epi_load", state, land, nbytes, self)
                 # producer_expect_transaction, then producer_commit: every lane of the warp arrives.
                 pipe.full[state.index].expect_tx(nbytes)
                 self.stats.tx_expected += nbytes
@@ -532,6 +539,7 @@ class Consumer(Role):
         # TMA store pipeline of the store thread (PipelineTmaStore: bulk groups, no mbarrier).
         self.stores: list[float] = []     # SMEM read-out times of stores possibly still reading
         self.last_write = 0.0             # when the latest-finishing store is written
+        self.read_starts: list[float] = []   # race detectors: when each unreleased stage's first read began
 
     def run(self):
         cta, k = self.cta, self.k
@@ -540,6 +548,7 @@ class Consumer(Role):
         ld_state = PipelineState(cfg.epilogue_load_stages)
         work = k.initial_work(cta.cluster)
         step = 1
+        tile_no = self.wg if self.pingpong else 0   # this CTA's tiles in order (the store buffers' ring)
         order = cta.math_order
         order_state = None
         if self.pingpong:
@@ -568,7 +577,7 @@ class Consumer(Role):
             if order is not None:
                 # Order the epilogues: ours after the other warpgroup's previous one.
                 yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
-            yield from self.epilogue(tile, ld_state)
+            yield from self.epilogue(tile, ld_state, tile_no)
             if order is not None:
                 # store_tail: the SMEM store buffers are shared, so drain ours before the other's epilogue.
                 if self.stores:
@@ -580,6 +589,7 @@ class Consumer(Role):
                 self.stats.tiles_done.append((tile[0], tile[1], tile[2], 0))
             self.span("tile", t_tile, self._time(), tile=tile)
             work = k.next_work(work, step)
+            tile_no += step
         if self.issues_stores:
             # The store thread's final wait_group 0: every store written.
             yield from self.sleep_until(self.last_write, "epilogue.store_drain")
@@ -600,6 +610,7 @@ class Consumer(Role):
         prev_done = 0.0
         traced = self.tr is not None
         kblock_cycles, drain = t.kblock_wg_cycles, t.wgmma_drain_cycles
+        races = self.races
         for kb in range(k.k_tiles):
             ev = pipe.consumer_wait(read, who)
             if ev is not None:
@@ -613,6 +624,8 @@ class Consumer(Role):
             cta.tc_free = end
             done = end + drain
             stats.tc_busy_cycles += kblock_cycles
+            if races is not None:                      # race detectors: this batch reads the stage from start
+                self.read_starts.append(start)
             if count_kblocks:
                 stats.mma_kblocks += 1
             if traced:
@@ -640,15 +653,21 @@ class Consumer(Role):
     def consumer_release(self, state: PipelineState) -> None:
         """PipelineTmaAsync::consumer_release: an arrival on the empty barrier of every CTA whose
         multicast fed this stage (this CTA's cluster row and column)."""
+        if self.races is not None:                     # race detectors: the stage was read until now
+            race_hooks.sm90_stage_read(self.k, self.cta, "mainloop", state, self.read_starts.pop(0), self._time(), self)
         if self.releases_mainloop:
             cta: Cta = self.cta
             cta.mainloop.consumer_release_to(state, self.release_targets, self.who, self.release_count)
 
     # -- epilogue ---------------------------------------------------------------------------
-    def epilogue(self, tile, ld_state: PipelineState):
-        """``CollectiveEpilogue::store`` as the hardware twin orders it, one subtile at a time."""
+    def epilogue(self, tile, ld_state: PipelineState, tile_no: int = 0):
+        """``CollectiveEpilogue::store`` as the hardware twin orders it, one subtile at a time
+        (``tile_no``: the CTA's tile count, which numbers the subtiles in the store-buffer ring)."""
         cta, k = self.cta, self.k
         cfg, t = k.cfg, k.timing
+        races = self.races
+        writers = 1 if self.pingpong else NUM_MMA_WARPGROUPS   # consumer warpgroups that write a subtile
+        t_w = 0.0
         release_ld = k.knobs.releases("epi_load")
         allowed = max(0, cfg.epilogue_store_stages - 2)
         for s in range(cfg.epi_subtiles):
@@ -659,13 +678,20 @@ class Consumer(Role):
                     tw = self._time()
                     yield ev
                     self._waited("epi_load.full", ld_state.index, tw, tile, s)
+                if self.races is not None:             # race detectors: C read into registers now
+                    race_hooks.sm90_stage_read(k, cta, "epi_load", ld_state, self._time(), self._time(), self)
                 if release_ld:
                     # C is in registers (its SMEM read is in epi_subtile_cycles): free the stage.
                     cta.epi_load.consumer_release(ld_state, self.who, self.threads)
                 ld_state.advance()
             # visit + convert + stmatrix into the store buffer, fence.proxy.async (each warpgroup its
             # share, both at once in the cooperative kernel: the measured time has both running).
+            if races is not None:
+                t_w = self._time()
             yield self._sleep(t.epi_alu_cycles)
+            if races is not None:                      # race detectors: this share of the store buffer
+                race_hooks.sm90_store_buffer(k, cta, tile_no * cfg.epi_subtiles + s, t_w, self._time(), True,
+                                             writers, self)
             if self.issues_stores:
                 # cp.async.bulk.wait_group.read(store_stages - 2): the buffer the next subtile writes is
                 # free. The instruction itself takes epi_wait_cycles; beyond that the thread waits for
@@ -687,6 +713,9 @@ class Consumer(Role):
             yield self._sleep(t.epi_barrier_cycles)
             if self.issues_stores:
                 read_out, written = k.issue_store(cta, tile, s, self)
+                if races is not None:                  # the TMA store reads the buffer until read_out
+                    race_hooks.sm90_store_buffer(k, cta, tile_no * cfg.epi_subtiles + s, self._time(), read_out, False,
+                                                 writers, self)
                 self.stores.append(read_out)
                 if written > self.last_write:
                     self.last_write = written
@@ -706,11 +735,13 @@ class Sm90GemmTmaWarpSpecialized:
     """The kernel: resident clusters of the static persistent grid, their CTAs and roles."""
 
     def __init__(self, env: simpy.Environment, cfg, arch, memory: MemorySystem, *,
-                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None, launcher: str = "dsl"):
+                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None, launcher: str = "dsl",
+                 races: RaceDetector | None = None):
         # Who sized the grid (:data:`simulator.kernels.scheduler.SM90_GRID_LAUNCHERS`): "dsl", the
         # hardware twin (CuTe DSL: min(work, max active clusters)); "cutlass", CUTLASS C++'s host
         # heuristic, whose grid can exceed what the hardware runs at once.
         self.launcher = launcher
+        self.races = races       # the race detectors (wsim check), or None: then no role calls race_hooks
         self.env = env
         self.cfg = cfg = cfg.resolved(arch)   # idempotent: engine.simulate passes a resolved config
         self.arch = arch
@@ -841,7 +872,7 @@ class Sm90GemmTmaWarpSpecialized:
         return (mem.key_block(("A", l_idx, m_tile, cta.cy), self.k_tiles), a_bytes,
                 mem.key_block(("B", l_idx, n_tile, cta.cx), self.k_tiles), b_bytes)
 
-    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> None:
+    def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> float:
         """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to
         its cluster row (same m), and its 1/cluster_m slice of B, multicast to its column (same n).
         Each slice's bytes complete-tx on the full barrier of every receiving CTA."""
@@ -879,8 +910,9 @@ class Sm90GemmTmaWarpSpecialized:
         self.stats.tx_landed += cta.landed_bytes
         if role.tr is not None:
             role.span("tma_load", now, land, tile=tile, k_block=kb, stage=stage)
+        return land
 
-    def issue_c_load(self, cta: Cta, tile, s: int, stage: int, role: Role) -> None:
+    def issue_c_load(self, cta: Cta, tile, s: int, stage: int, role: Role) -> float:
         cfg, env = self.cfg, self.env
         now = env.now
         nbytes = cfg.epi_c_subtile_bytes
@@ -894,6 +926,7 @@ class Sm90GemmTmaWarpSpecialized:
             stats.tx_landed += nbytes
         call_at(env, land - now, landed)
         role.span("epi_load", now, land, tile=tile, k_block=s, stage=stage)
+        return land
 
     def issue_store(self, cta: Cta, tile, s: int, role: Role) -> tuple[float, float]:
         """A TMA store of one D subtile: returns (SMEM read out, written). The SM's store engine reads

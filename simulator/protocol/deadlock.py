@@ -61,11 +61,15 @@ class BlockedRole:
     missing_tx_bytes: int
     owed_by: str
     since_cycle: float
+    excess_tx_bytes: int = 0  # bytes landed beyond what the phase expected (tx count below zero)
 
     def describe(self) -> str:
         miss = f"{self.missing_arrivals} of {self.expected_arrivals} arrivals missing"
         if self.missing_tx_bytes:
             miss += f", {self.missing_tx_bytes} transaction bytes missing"
+        if self.excess_tx_bytes:
+            miss += (f", {self.excess_tx_bytes} transaction bytes landed beyond those expected (an expect-tx count "
+                     "too small: the count can never return to zero)")
         return (f"{self.who} blocked since cycle {self.since_cycle:.0f} on {self.barrier} "
                 f"(waits for parity {self.waits_for_parity}, barrier in phase {self.barrier_phase}): "
                 f"{miss}; owed by {self.owed_by}")
@@ -142,7 +146,8 @@ def analyze(kernel, now: float) -> DeadlockReport | None:
             who=role.who, role=role.name, cluster=role.cta.cluster.index, barrier=bar.name, pipeline=kind,
             stage=barrier_stage(bar.name), waits_for_parity=w.parity, barrier_phase=getattr(bar, "phase", 0),
             missing_arrivals=bar.pending, expected_arrivals=bar.expected, missing_tx_bytes=max(0, tx),
-            owed_by=bar.owed_by or ", ".join(OWERS.get(kind, ("?",))), since_cycle=w.since))
+            owed_by=bar.owed_by or ", ".join(OWERS.get(kind, ("?",))), since_cycle=w.since,
+            excess_tx_bytes=max(0, -tx)))
     # Wait-for graph within each cluster: blocked role -> blocked roles that owe its barrier.
     by_cluster: dict[int, list[BlockedRole]] = {}
     for b in blocked:

@@ -43,6 +43,8 @@ cdef class MBarrier:
     cdef public list _future
     cdef public object _op_time
     cdef public long _unwoken
+    cdef public int wait_mutation
+    cdef public long long tx_override
 
     cpdef bint test_wait(self, long parity)
     @cython.locals(loop=EventLoop)
@@ -82,6 +84,9 @@ cdef class NamedBarrier:
     cdef public list _waiters
     cdef public str owed_by
     cdef public long generation
+    cdef public int wait_mutation
+    cdef public list violations
+    cdef public long violation_count
 
 
 cdef class ClusterBarrier(MBarrier):

@@ -24,6 +24,11 @@ The model adds two things hardware does not have, both for diagnosis:
   small lets a phase complete early and the surplus spill into the next one): it is recorded in
   :attr:`MBarrier.violations` rather than silently absorbed.
 
+Two mutation switches serve ``wsim check`` (:mod:`simulator.protocol.knobs` sets them; both off by
+default, one integer test each on the paths they touch): ``wait_mutation`` (1: every wait passes at
+once, a skipped wait; 2: waits on the other parity) and ``tx_override`` (>= 0: the bytes every
+expect-tx posts instead of the caller's).
+
 Waits that are already satisfied cost no simulation event: :meth:`MBarrier.wait` returns
 ``None`` and the caller carries on.
 """
@@ -40,6 +45,8 @@ from simulator.protocol.clock import EventLoop
 
 #: How many protocol violations one barrier keeps (the count goes on).
 MAX_RECORDED_VIOLATIONS = 8
+#: ``MBarrier.wait_mutation`` values: the seed's wait, a skipped wait, a wait on the other parity.
+WAIT_AS_IS, WAIT_SKIPPED, WAIT_WRONG_PARITY = 0, 1, 2
 
 
 class Waiter(NamedTuple):
@@ -100,7 +107,7 @@ class MBarrier:
 
     __slots__ = ("env", "_loop", "name", "expected", "_pending", "_tx", "_phase", "_waiters", "owed_by",
                  "wake_latency", "violations", "violation_count", "arrivals_total", "tx_total",
-                 "phase_done_at", "_future", "_op_time", "_unwoken")
+                 "phase_done_at", "_future", "_op_time", "_unwoken", "wait_mutation", "tx_override")
 
     def __init__(self, env: simpy.Environment, name: str, count: int, *, owed_by: str = "",
                  wake_latency: float = 0.0):
@@ -129,6 +136,8 @@ class MBarrier:
         self._future: list[_LaterOp] = []
         self._op_time: float | None = None
         self._unwoken = 0     # waiters that nothing has scheduled to wake yet
+        self.wait_mutation = WAIT_AS_IS
+        self.tx_override = -1
 
     # -- state (read from outside: later operations whose time has come are applied first) --
     @property
@@ -217,6 +226,8 @@ class MBarrier:
     def expect_tx(self, nbytes: int) -> None:
         if self._future:
             self._sync()
+        if self.tx_override >= 0:
+            nbytes = self.tx_override
         self._tx += nbytes
         if self._unwoken:
             self._schedule_waiters()
@@ -225,6 +236,8 @@ class MBarrier:
                              round: int | None = None) -> None:
         if self._future:
             self._sync()
+        if self.tx_override >= 0:
+            nbytes = self.tx_override
         self._tx += nbytes
         self._arrive_now(count, who, round)
         if self._unwoken and self._future:
@@ -355,6 +368,10 @@ class MBarrier:
         """``mbarrier.try_wait.parity`` in a loop: ``None`` if already satisfied, else an event."""
         if self._future:
             self._sync()
+        if self.wait_mutation:
+            if self.wait_mutation == WAIT_SKIPPED:
+                return None
+            parity ^= 1
         if (self._phase & 1) != parity:
             return None
         ev = self._new_event()
@@ -373,10 +390,13 @@ class NamedBarrier:
     """``bar.sync``/``bar.arrive`` on a hardware named barrier of one CTA.
 
     ``count`` threads must arrive; those that called :meth:`arrive_and_wait` are released when the
-    last one arrives. Reusable: it resets after each release.
+    last one arrives. Reusable: it resets after each release. Threads beyond ``count`` in one
+    generation count towards the next one (their warps would be released by a later use, or hang):
+    recorded as a protocol violation. ``wait_mutation`` = 1 (``wsim check``): arrive without waiting.
     """
 
-    __slots__ = ("env", "name", "expected", "pending", "_waiters", "owed_by", "generation")
+    __slots__ = ("env", "name", "expected", "pending", "_waiters", "owed_by", "generation", "wait_mutation",
+                 "violations", "violation_count")
 
     def __init__(self, env: simpy.Environment, name: str, count: int, *, owed_by: str = ""):
         if count <= 0:
@@ -388,6 +408,9 @@ class NamedBarrier:
         self._waiters: list[Waiter] = []
         self.owed_by = owed_by
         self.generation = 0
+        self.wait_mutation = WAIT_AS_IS
+        self.violations: list[Violation] = []
+        self.violation_count = 0
 
     @property
     def waiters(self) -> tuple[Waiter, ...]:
@@ -396,14 +419,22 @@ class NamedBarrier:
     def arrive(self, count: int, who: str = "") -> None:
         self.pending -= count
         if self.pending <= 0:
+            surplus = -self.pending
             self.pending = self.expected
             self.generation += 1
             for w in self._waiters:
                 w[3].succeed()
             self._waiters = []
+            if surplus:
+                # These threads belong to the generation that just completed.
+                self.pending -= surplus
+                self.violation_count += 1
+                if len(self.violations) < MAX_RECORDED_VIOLATIONS:
+                    self.violations.append(Violation(self.name, self.env.now, who, self.generation - 1,
+                                                     self.generation))
 
     def arrive_and_wait(self, count: int, who: str) -> simpy.Event | None:
-        if self.pending - count <= 0:
+        if self.wait_mutation or self.pending - count <= 0:
             self.arrive(count, who)
             return None
         ev = self.env.event()

@@ -1,10 +1,11 @@
-"""The simulator's sub-commands of ``wsim`` (``simulate``, ``plot``, ``sweep``, ``tune``).
+"""The simulator's sub-commands of ``wsim`` (``simulate``, ``plot``, ``sweep``, ``tune``, ``check``).
 
     wsim simulate                      # 8192^3 BF16 on B200 with CUTLASS's default SM100 config
     wsim simulate --arch h200 --schedule pingpong --m 4096 --n 4096 --k 4096
     wsim simulate --config my.toml --json
     wsim simulate --arrival-count clc.empty=224      # what if the CLC count forgot the cluster factor?
     wsim plot ...                      # timelines, stage occupancy, stall breakdowns, Perfetto
+    wsim check                         # every mutation of the seed's barriers, found and named
 
 The ``wsim`` command itself is :mod:`wsim.cli`: it adds the sub-commands that compare the model
 with measurements (``validate``, ``accuracy``, from ``validation``), which this package never imports.
@@ -65,7 +66,8 @@ EXIT_CODES = {
     EXIT_INTERNAL: "internal error (a bug in wsim, not in the input)",
     EXIT_USAGE: "bad input: usage or config error, one line naming the value and the rule",
     EXIT_DEADLOCK: "the simulated kernel deadlocked",
-    EXIT_VIOLATIONS: "protocol violations (arrivals in the wrong barrier phase) without a deadlock",
+    EXIT_VIOLATIONS: "protocol violations (arrivals in the wrong barrier phase, or races the detectors found) "
+                     "without a deadlock",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
     EXIT_TERMINATED: "terminated (SIGTERM; handled as Ctrl-C)",
 }
@@ -131,6 +133,12 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
     k.add_argument("--no-clc-throttle", action="store_true",
                    help="take the CLC throttle out: neither MainloopLoad nor Sched takes part "
                         "(SM100 with the clc scheduler only)")
+    k.add_argument("--skip-wait", action="append", default=[], metavar="BARRIER",
+                   help="no role waits on this barrier, e.g. mainloop.empty or tmem_alloc")
+    k.add_argument("--wrong-parity", action="append", default=[], metavar="BARRIER",
+                   help="every wait on this mbarrier waits on the other phase parity, e.g. accumulator.full")
+    k.add_argument("--expect-tx", action="append", type=_kv, default=[], metavar="PIPE=BYTES",
+                   help="the bytes each expect-tx of this pipeline posts, e.g. mainloop=32768")
 
 
 def _add_simulate_parser(sub) -> argparse.ArgumentParser:
@@ -155,9 +163,26 @@ def _lazy(module: str, name: str):
     return getattr(importlib.import_module(module), name)
 
 
+def _add_check_parser(sub) -> argparse.ArgumentParser:
+    s = sub.add_parser("check", help="every mutation of the seed's barriers over a grid of configs, run and "
+                                     "classified (deadlock, race, no effect and why)",
+                       description="wsim check: the quick grid (default), --grid full, or --config FILE for one "
+                                   "config (with knob flags: your own change). Exit codes: 0 nothing found on the "
+                                   "unmutated protocol / your change has no effect; 3 deadlock; 4 race; 2 bad input")
+    add_config_arguments(s)
+    _lazy("simulator.views.check_cli", "add_check_arguments")(s)
+    return s
+
+
+def cmd_check(args, twins=None) -> int:
+    """``wsim check``; ``twins`` (report -> rows): the hardware twins' counts for the catalogue."""
+    return _lazy("simulator.views.check_cli", "run_check_cmd")(args, resolve_inputs, twins)
+
+
 #: name -> (add the sub-parser to argparse's sub-parsers, run it with the parsed args -> exit code).
 COMMANDS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int]]] = {
     "simulate": (_add_simulate_parser, cmd_simulate),
+    "check": (_add_check_parser, cmd_check),
     "plot": (add_plot_parser, run_plot),
     "sweep": (lambda sub: _lazy("simulator.views.sweep_cli", "add_sweep_parser")(sub),
               lambda args: _lazy("simulator.views.sweep_cli", "run_sweep_cmd")(args)),
@@ -238,9 +263,14 @@ def _resolve_knobs(args, cfg, table: dict, where: str) -> ProtocolKnobs:
     phases = dict(base.producer_start_phase)
     for key, v in args.producer_start_phase:
         phases[key] = _integer("--producer-start-phase", key, v)
+    tx = dict(base.expect_tx)
+    for key, v in args.expect_tx:
+        tx[key] = _integer("--expect-tx", key, v)
     knobs = ProtocolKnobs.make(arrival_counts=arrival, producer_start_phase=phases,
                                skip_release=list(base.skip_release) + list(args.skip_release),
-                               clc_throttle=base.clc_throttle and not args.no_clc_throttle)
+                               clc_throttle=base.clc_throttle and not args.no_clc_throttle,
+                               skip_wait=sorted(set(base.skip_wait) | set(args.skip_wait)),
+                               wrong_parity=sorted(set(base.wrong_parity) | set(args.wrong_parity)), expect_tx=tx)
     knobs.check_applies(cfg)
     return knobs
 
@@ -309,7 +339,7 @@ def simulate_command(args) -> int:
             print(f"\ntrace written to {written} ({len(res.trace)} spans simulated)")
     if res.deadlock is not None:
         return EXIT_DEADLOCK
-    return EXIT_VIOLATIONS if res.violation_count else EXIT_OK
+    return EXIT_VIOLATIONS if (res.violation_count or res.race_count) else EXIT_OK
 
 
 def _write_trace(res, path: Path, explicit_sms: bool) -> Path:

@@ -58,6 +58,11 @@ def format_result(res) -> str:
         out.append(f"PROTOCOL VIOLATIONS: {res.violation_count} arrival(s) landed in the wrong barrier phase, e.g.")
         out += [f"  {v}" for v in res.violations[:4]]
         out.append("")
+    if res.race_count:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(res.race_kinds.items()))
+        out.append(f"RACES: {res.race_count} unordered access(es) to pipelined buffers ({kinds}), e.g.")
+        out += [f"  {r}" for r in res.races[:4]]
+        out.append("")
     clk = arch.clock_ghz.value
     once, twice = res.tile_check()
     if res.deadlock is not None:
