@@ -102,6 +102,9 @@ class SimResult:
     race_count: int = 0
     race_kinds: dict = field(default_factory=dict)    # race kind -> how many
     first_race_cycle: float | None = None
+    decomposition: str = ""                            # the stream-K scheduler's work units ("": data-parallel)
+    workspace_write_bytes: int = 0                    # partial accumulators into the stream-K workspace
+    workspace_read_bytes: int = 0                     # ... and out of it (L2 atomics read what they add to)
 
     @property
     def ok(self) -> bool:
@@ -129,6 +132,7 @@ class SimResult:
             "violation_count": self.violation_count, "violations": list(self.violations),
             "deadlock": self.deadlock.to_dict() if self.deadlock is not None else None,
             "races": list(self.races), "race_count": self.race_count, "race_kinds": sorted(self.race_kinds.items()),
+            "workspace_write_bytes": self.workspace_write_bytes, "workspace_read_bytes": self.workspace_read_bytes,
         }
 
     def tile_check(self) -> tuple[int, int]:
@@ -177,7 +181,8 @@ class SimResult:
             "wall_s": self.wall_s,
             "engine": self.engine,
             "engine_note": self.engine_note,
-        }
+        } | ({"decomposition": self.decomposition, "workspace_write_bytes": self.workspace_write_bytes,
+              "workspace_read_bytes": self.workspace_read_bytes} if self.decomposition else {})
 
 
 #: The event loops ``simulate(engine=...)`` runs on.
@@ -483,6 +488,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         races=races.describe() if races is not None else [], race_count=races.count if races is not None else 0,
         race_kinds=dict(races.kinds) if races is not None else {},
         first_race_cycle=races.first_cycle if races is not None else None,
+        decomposition=kernel.decomp.summary() if getattr(kernel, "decomp", None) is not None else "",
+        workspace_write_bytes=mem.workspace_write_bytes, workspace_read_bytes=mem.workspace_read_bytes,
     )
 
 
