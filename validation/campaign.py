@@ -973,7 +973,7 @@ def streamk_markdown(pub: dict) -> str:
     env = pub["env"]
     out = [f"# H200 stream-K / split-K campaign ({'DRY RUN: synthetic timings, not measurements' if env.get('dry_run') else 'measured'})",
            "", f"`{env.get('command', '')}`; {env.get('device', '?')}, driver {env.get('driver', '?')}, CuTe DSL "
-           f"{env.get('dsl', env.get('cutlass_dsl', '?'))}, {env.get('date_utc', env.get('date', '?'))}. Median CUDA-event "
+           f"{env.get('nvidia_cutlass_dsl', '?')}, {env.get('date_utc', env.get('date', '?'))}. Median CUDA-event "
            "time of launches queued behind a busy kernel, alternating with cuBLAS (torch.matmul) on the same "
            "random-normal fp16 inputs; every output checked against a float32 reference first.", "",
            "| problem | cuBLAS us | best (all) | us | x cuBLAS | best data-parallel | x cuBLAS | best stream-K scheduler "

@@ -16,7 +16,10 @@ stage), the round (the role's own ``PipelineState.count // stages``) and the int
   ``fetch_next_work``;
 * SM90 mainloop stage: A and B slices from the CTA's cluster row and column, read by a consumer
   warpgroup (its wgmma batch -> its release); SM90 store buffers: each consumer warpgroup writes its
-  share of a subtile, the TMA store reads it.
+  share of a subtile, the TMA store reads it;
+* the stream-K / split-K workspace slice of each fixup flag (global memory): a peer's partial stored or
+  added (issued -> acknowledged) is written in the round of its place in K order, the next peer's add or
+  the final split's load reads it (:mod:`simulator.kernels.fixup` numbers the rounds).
 """
 
 from __future__ import annotations
