@@ -42,6 +42,16 @@ def _other_clock(arch) -> str:
     return f"; --clock sustained: {sus.value:g} GHz (scales the time by {arch.clock_ghz.value / sus.value:.2f})"
 
 
+def late_start_text(late: dict) -> str:
+    """``SimResult.meta["late_start"]`` in words (``simulate(late_start=...)``)."""
+    a, b = late["sm_range"]
+    text = (f"the last {late['sms']} SM(s) free {late['delay_ns'] / 1e3:.2f} us after launch (late_start): "
+            f"{late['clusters']} cluster(s) on SMs {a}-{b - 1} start then")
+    if late.get("launched") is not None:
+        text += f"; CLC launched {late['launched']} of those clusters, with the grid's next clusters"
+    return text
+
+
 def format_result(res) -> str:
     cfg, arch = res.config, res.arch
     kernel = "SM100 TMA warp-specialized GEMM (seed)" if arch.sm_version == 100 else \
@@ -50,6 +60,9 @@ def format_result(res) -> str:
     out += describe_config(cfg)
     if res.knobs and not res.knobs.is_default:
         out.append("knobs      " + "; ".join(res.knobs.describe()))
+    late = res.meta.get("late_start")
+    if late:
+        out.append(f"late SMs   {late_start_text(late)}")
     out.append("")
     if res.deadlock is not None:
         out.append(res.deadlock.summary())
