@@ -95,6 +95,7 @@ class SimResult:
     role_cycles: dict = field(default_factory=dict)   # role -> lifetime cycles summed over CTAs
     wait_cycles: dict = field(default_factory=dict)   # (role, barrier kind) -> wait cycles summed over CTAs
     tc_busy_cycles: float = 0.0
+    l2_load_bytes: int = 0            # bytes of every TMA load (L2 -> SM traffic, hits and misses)
 
     @property
     def ok(self) -> bool:
@@ -374,6 +375,7 @@ def simulate(cfg=None, arch: ArchSpec | None = None, *, knobs: ProtocolKnobs | N
         events=env.events_processed, wall_s=wall, trace=tr, engine=engine, engine_note=engine_note,
         l2_hits=mem.l2_hits, l2_misses=mem.l2_misses, role_cycles=dict(stats.role_cycles),
         wait_cycles=dict(stats.wait_cycles), tc_busy_cycles=stats.tc_busy_cycles,
+        l2_load_bytes=mem.load_bytes,
     )
 
 
