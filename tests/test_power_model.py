@@ -47,7 +47,7 @@ def _act(q, name, sms=132, mem=None):
 
 
 def test_reproduces_settled_points_it_was_not_derived_from(q):
-    m = h200_power().with_values(gemm_tc_scale=1.0, gemm_l2_scale=1.0)   # the microbenchmark's own activity
+    m = h200_power().with_values(gemm_tc_scale=1.0, gemm_l2_scale=1.0, gemm_dram_scale=1.0)   # the microbenchmark's own activity
     # tensor cores plus L2 on all SMs (not used by any constant): the clock the controller settled on
     for name in ("settle.tc@1+l2@1 132sm", "settle.tc@0.5+l2@1 132sm"):
         f = m.settled_clock(_act(q, name, mem="l2"))
@@ -109,12 +109,13 @@ def _arrays(tensor_w: float, l2_w: float, ms: float):
     g = pf.GRID
     scale = (g / 1.793) ** 2.915
     return {"ms": np.full(g.size, ms), "kernel_ms": np.full(g.size, ms), "cap": 1.8,
-            "tensor": tensor_w * scale, "l2": np.full(g.size, l2_w), "other": np.full(g.size, 128.84)}
+            "tensor": tensor_w * scale, "l2": np.full(g.size, l2_w), "dram": np.zeros(g.size),
+            "other": np.full(g.size, 128.84)}
 
 
 def test_vectorised_stream_agrees_with_the_model():
     from validation import power_fit as pf
-    m = h200_power().with_values(gemm_tc_scale=1.0, gemm_l2_scale=1.0)
+    m = h200_power().with_values(gemm_tc_scale=1.0, gemm_l2_scale=1.0, gemm_dram_scale=1.0)
     arrs = [_arrays(900.0, 250.0, 1.0)] * 5 + [_arrays(100.0, 20.0, 0.5)]
     got = pf.stream_clocks_grid(arrs, 1.0, 1.0, 4.0, 700.0, idle_ms=0.0)
 
@@ -131,7 +132,8 @@ def test_vectorised_stream_agrees_with_the_model():
 def test_clocks_from_terms_takes_the_highest_feasible():
     from validation import power_fit as pf
     g = pf.GRID
-    terms = {"other": np.array([100 + 400 * g]), "tensor": np.zeros((1, g.size)), "l2": np.zeros((1, g.size))}
+    z = np.zeros((1, g.size))
+    terms = {"other": np.array([100 + 400 * g]), "tensor": z, "l2": z, "dram": z}
     f = pf.clocks_from_terms(terms, np.array([1.8]), 1.0, 1.0, 700.0)[0]
     assert f == pytest.approx(1.5, abs=0.003) and 100 + 400 * f <= 700
     assert pf.clocks_from_terms(terms, np.array([1.2]), 1.0, 1.0, 700.0)[0] == pytest.approx(1.2)

@@ -2,7 +2,7 @@
 controller settles on (issue 16).
 
     P(f) = base + sms x tc_busy x tc_w_per_sm x (f / ref_clock)^clock_exponent x gemm_tc_scale
-           + l2_j_per_byte x L2 bytes/s x gemm_l2_scale + dram_j_per_byte x DRAM bytes/s
+           + l2_j_per_byte x L2 bytes/s x gemm_l2_scale + dram_j_per_byte x DRAM bytes/s x gemm_dram_scale
 
 ``f`` is the in-kernel SM clock (clock64 over %globaltimer), the one the cycle counts are turned into
 time with. Measured (validation/results/h200_power.json, ``python -m validation.microbench.power``):
@@ -77,6 +77,7 @@ class PowerModel:
     controller_delay_ms: Constant
     gemm_tc_scale: Constant
     gemm_l2_scale: Constant
+    gemm_dram_scale: Constant
     window_ms: Constant
 
     def constants(self) -> tuple[Constant, ...]:
@@ -102,7 +103,7 @@ class PowerModel:
         return {"base": self.base_w.value,
                 "tensor": act.sms * act.tc_busy * self.tc_w_per_sm.value * scale * self.gemm_tc_scale.value,
                 "l2": self.l2_j_per_byte.value * act.l2_bytes_per_s * self.gemm_l2_scale.value,
-                "dram": self.dram_j_per_byte.value * act.dram_bytes_per_s}
+                "dram": self.dram_j_per_byte.value * act.dram_bytes_per_s * self.gemm_dram_scale.value}
 
     def power_w(self, ghz: float, act: Activity) -> float:
         return sum(self.breakdown(ghz, act).values())
@@ -253,6 +254,9 @@ def h200_power() -> PowerModel:
         gemm_l2_scale=C("gemm_l2_scale", 1.0, "x",
                         f"{_FIT}: the twin GEMM's L2 power per simulated L2 byte relative to the microbenchmark's "
                         "bulk loads (tensor-map loads, multicast); [fitted] to the campaign's in-kernel clocks", "fitted"),
+        gemm_dram_scale=C("gemm_dram_scale", 1.0, "x",
+                          f"{_FIT}: the twin GEMM's DRAM power per simulated DRAM byte relative to the paced "
+                          "bulk-load measurement; [fitted] to the campaign's in-kernel clocks", "fitted"),
         window_ms=C("window_ms", 33.0, "ms",
                     f"{_FIT}: the time over which the controller averages the power of a stream of kernels; "
                     "[fitted] to the campaign's in-kernel clocks (cf. controller_delay_ms)", "fitted"),
