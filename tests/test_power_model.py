@@ -72,7 +72,7 @@ def test_settled_clock_is_the_highest_within_the_limit():
     powers = [m.power_w(g, heavy) for g in (0.8, 1.2, 1.6, 1.9)]
     assert powers == sorted(powers)
     # a clock-independent load alone over the limit: the lowest clock, not a wrong answer above it
-    assert m.settled_clock(Activity(132, 0.0, 0.0, 9e12)) == pytest.approx(0.05)
+    assert m.settled_clock(Activity(132, 0.0, 20e12, 0.0)) == pytest.approx(0.05)
 
 
 def test_stream_clocks_follow_the_neighbours():
@@ -158,3 +158,19 @@ def test_simulate_at_predicted_clock_converges():
     with pytest.raises(ConfigError, match="clock="):
         simulate_at_predicted_clock(Sm90GemmConfig(m=512, n=512, k=512), clock=1.5)
     assert math.isfinite(p.result.time_ns)
+
+
+def test_fitted_constants_are_the_committed_fit():
+    fit = json.loads((RESULTS / "h200_clock_fit.json").read_text())
+    f = fit["fitted"]
+    m = h200_power()
+    assert m.gemm_tc_scale.value == pytest.approx(f["tc_scale"])
+    assert m.gemm_l2_scale.value == pytest.approx(f["l2_scale"])
+    assert m.gemm_dram_scale.value == pytest.approx(f["dram_scale"])
+    assert m.window_ms.value == pytest.approx(f["window_ms"])
+    assert fit["command"].startswith("python -m validation.power_fit")
+    lopo = fit["scores"]["model, leave-one-problem-out"]
+    assert lopo["rows"] == len(fit["row_clocks"]) and lopo["rows"] >= 1000
+    # the written report is the command's
+    from validation import power_fit
+    assert (RESULTS / "h200_clock_fit.md").read_text() == power_fit.markdown(fit, fit["command"])

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from simulator.engine.run import SimResult, default_arch_for, simulate
 from simulator.errors import ConfigError
+from simulator.kernels.tma_alignment import RowPitchCost
 from simulator.machine.arch import ArchSpec
 from simulator.machine.power import Activity, PowerModel, power_model_for
 
@@ -38,15 +39,21 @@ class PredictedClock:
                 ", ".join(f"{k} {v:.0f}" for k, v in self.breakdown.items()) + ")")
 
 
+def l2_cost_of(cfg) -> float:
+    """L2 -> SM occupancy per byte of the config's A/B rows (x1.48 when they straddle 128-B lines)."""
+    return RowPitchCost.of(cfg.k, cfg.bits_ab).l2_cost
+
+
 def activity_of(res: SimResult) -> Activity:
-    """The power model's inputs from a simulated launch (at the clock it was simulated at)."""
+    """The power model's inputs from a simulated launch (at the clock it was simulated at); L2 bytes
+    are charged at their row pitch's L2 occupancy per byte (:func:`l2_cost_of`)."""
     clk = res.arch.clock_ghz.value
     secs = res.cycles / (clk * 1e9) if res.cycles > 0 else 0.0
     sms = max((r.ctas for r in res.role_times), default=0)
     if secs <= 0:
         return Activity(sms, 0.0, 0.0, 0.0)
     return Activity(sms=sms, tc_busy=min(1.0, max(0.0, res.tensor_core_utilization)),
-                    l2_bytes_per_s=(res.l2_load_bytes + res.hbm_write_bytes) / secs,
+                    l2_bytes_per_s=(res.l2_load_bytes + res.hbm_write_bytes) * l2_cost_of(res.config) / secs,
                     dram_bytes_per_s=res.hbm_bytes / secs)
 
 
@@ -57,7 +64,8 @@ def _interpolated(a: SimResult, b: SimResult):
     pa, pb = activity_of(a), activity_of(b)
 
     def per_launch(res, act):
-        return res.cycles, act.tc_busy * res.cycles, res.l2_load_bytes + res.hbm_write_bytes, res.hbm_bytes
+        return (res.cycles, act.tc_busy * res.cycles, (res.l2_load_bytes + res.hbm_write_bytes) * l2_cost_of(res.config),
+                res.hbm_bytes)
 
     ca, cb = per_launch(a, pa), per_launch(b, pb)
 
