@@ -103,6 +103,7 @@ class SimResult:
     race_count: int = 0
     race_kinds: dict = field(default_factory=dict)    # race kind -> how many
     first_race_cycle: float | None = None
+    l2_load_bytes: int = 0            # bytes of every TMA load (L2 -> SM traffic, hits and misses)
 
     @property
     def ok(self) -> bool:
@@ -499,6 +500,7 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         races=races.describe() if races is not None else [], race_count=races.count if races is not None else 0,
         race_kinds=dict(races.kinds) if races is not None else {},
         first_race_cycle=races.first_cycle if races is not None else None, meta=meta,
+        l2_load_bytes=mem.load_bytes,
     )
 
 
