@@ -68,7 +68,8 @@ def accuracy_ratio_by_class(ratios: Mapping[str, Sequence[float]], classes: Sequ
         if len(v) != len(cls):
             raise ValueError(f"accuracy_ratio_by_class: {n} has {len(v)} ratios for {len(cls)} classes")
     order = sorted(set(cls.tolist()))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(order) * max(1, len(names)) / 2), 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.8 * len(order) * max(1, len(names)))), 4.6),
+                           layout="constrained")
     width = 0.8 / max(1, len(names))
     rng = np.random.default_rng(0)          # the jitter is only for the eye: fixed, so the figure is reproducible
     ticks = []
