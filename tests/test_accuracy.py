@@ -478,3 +478,46 @@ def test_committed_accuracy_json_reads_back_to_its_own_scores():
         for pred, s in stored[name]["scores"].items():
             got = sr.scores()[pred]
             assert (got.n, got.mape, got.max_err) == (s["n"], pytest.approx(s["mape"]), pytest.approx(s["max_err"]))
+
+
+# --------------------------------------------------------------------------- the predicted clock
+def _outcome(cycles, tc_busy, sms=132, l2=0, hbm=0):
+    from validation.accuracy.cache import SimOutcome
+    return SimOutcome(cycles, cycles / 1.5 / 1e3, 0, 0.0, "fast", True, "", tc_busy, sms, l2, hbm)
+
+
+def _plan_rows(n_heavy: int, light: bool = True):
+    cfg, arch = Sm90GemmConfig(m=4096, n=4096, k=4096), ArchSpec.h200()
+    rows, outs = [], []
+    for i in range(n_heavy):
+        rows.append(Row("h200", f"space fp16 4096x4096x4096 heavy{i}", "", "fp16 4096x4096x4096", "c", cfg, arch, 1.0))
+        outs.append(_outcome(2.0e7, 0.97, l2=20_000_000_000))    # ~12 ms each: the round's idle is small
+    if light:
+        rows.append(Row("h200", "space fp16 4096x4096x4096 light", "", "fp16 4096x4096x4096", "c", cfg, arch, 1.0))
+        outs.append(_outcome(2.0e7, 0.05))
+    return rows, outs
+
+
+def test_the_predicted_clock_follows_the_stream_a_kernel_runs_in():
+    """A light kernel alone runs at the tensor clock cap; among heavy neighbours the controller holds it
+    lower. A heavy kernel alone is power-limited; light neighbours let it run faster; an all-heavy
+    stream is the slowest."""
+    from simulator.machine.power import h200_power
+    from validation.accuracy.clock import campaign_clocks
+    rows, outs = _plan_rows(6)
+    plan = {"space": [r.key.split(" ", 3)[3] for r in rows]}
+    stream, alone = campaign_clocks(rows, outs, plan)
+    cap = h200_power().tensor_clock_cap_ghz.value
+    assert np.all(stream <= cap + 1e-9) and np.all(alone <= cap + 1e-9)
+    assert alone[-1] == pytest.approx(cap) and stream[-1] < alone[-1]
+    assert alone[0] < cap and np.all(stream[:6] >= alone[:6])
+    rows2, outs2 = _plan_rows(6, light=False)
+    plan2 = {"space": [r.key.split(" ", 3)[3] for r in rows2]}
+    assert np.all(campaign_clocks(rows2, outs2, plan2)[0] <= stream[:6].min() + 1e-9)
+
+
+def test_a_row_outside_the_plan_gets_no_predicted_clock():
+    from validation.accuracy.clock import campaign_clocks
+    rows, outs = _plan_rows(2)
+    stream, alone = campaign_clocks(rows, outs, {"space": ["heavy0", "heavy1"]})
+    assert np.isfinite(stream[:2]).all() and np.isnan(stream[2]) and np.isnan(alone[2])

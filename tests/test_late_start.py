@@ -101,3 +101,10 @@ def test_late_start_errors_name_the_value(late, cfg, message):
 def test_late_start_rejects_bad_values(kw, message):
     with pytest.raises(ConfigError, match=message):
         LateStart(**kw)
+
+
+def test_the_predicted_clock_keeps_the_late_sms():
+    res = simulate(Sm100GemmConfig(**CFG), B200_16, late_start=LATE, clock="predicted")
+    assert res.clock_prediction and res.meta["late_start"]["launched"] == 2
+    with pytest.raises(ConfigError, match="only the SM100 model"):
+        simulate(Sm90GemmConfig(**CFG), ArchSpec.h200(), late_start=LATE, clock="predicted")

@@ -97,8 +97,12 @@ def test_activity_and_arch_errors_are_one_line():
         Activity(132, 1.5, 0.0, 0.0)
     with pytest.raises(ConfigError, match="l2_bytes_per_s"):
         Activity(132, 0.5, -1.0, 0.0)
-    with pytest.raises(ConfigError, match="B200: no power model"):
-        power_model_for("B200")
+    with pytest.raises(ConfigError, match="GB300: no power model"):
+        power_model_for("GB300")
+    b = power_model_for("B200")      # published figures and the H200's constants: every one says so
+    assert b.limit_w.value == 1000.0 and b.limit_w.kind == "datasheet"
+    assert all(c.kind in ("estimate", "datasheet", "microbenchmark") for c in b.constants())
+    assert all("H200" in c.source or c.kind != "estimate" or "estimate" in c.source for c in b.constants())
     with pytest.raises(ConfigError, match="unknown"):
         h200_power().with_values(volts=1.0)
 
@@ -141,8 +145,13 @@ def test_clocks_from_terms_takes_the_highest_feasible():
 
 # ------------------------------------------------------------------------------ clock <-> simulation
 def test_simulate_at_predicted_clock_converges():
+    from functools import partial
+
+    from simulator.engine import simulate
     from simulator.engine.power_clock import activity_of, simulate_at_predicted_clock
     from simulator.kernels.sm90_config import Sm90GemmConfig
+    from simulator.machine.arch import ArchSpec
+    simulate_at_predicted_clock = partial(simulate_at_predicted_clock, arch=ArchSpec.h200(), run=simulate)
     p = simulate_at_predicted_clock(Sm90GemmConfig(m=4096, n=4096, k=1024))
     m = p.model
     assert p.result.arch.clock_ghz.value == pytest.approx(p.clock_ghz)

@@ -254,11 +254,11 @@ def baseline_fixed(groups, keys_train, keys_test) -> tuple[float, list[float]]:
     return f, [abs(f / r.arch.clock_ghz.value - 1) for k in keys_test for r in groups[k]["rows"]]
 
 
-def run(phases=("space",), free=FITTABLE, log=print) -> dict:
+def run(phases=("space",), free=FITTABLE, log=print, jobs: int = 0) -> dict:
     from validation import power_sims as ps
     t0 = time.time()
     rows = ps.load_rows(("space", "bf16", "small"))
-    sims = ps.row_sims(rows, ps.load_cache())
+    sims = ps.row_sims(rows, jobs=jobs, log=log)
     groups_all = problems(("space", "bf16", "small"), rows, sims)
     missing = {k: sum(s is None for s in g["sims"]) for k, g in groups_all.items()}
     groups = {k: {"rows": [r for r, s in zip(g["rows"], g["sims"], strict=True) if s],
@@ -358,15 +358,16 @@ def main(argv=None) -> int:
     ap.add_argument("--phases", default="space")
     ap.add_argument("--fit", default=",".join(FITTABLE), help=f"constants to fit, of {','.join(FITTABLE)}")
     ap.add_argument("--out", help="write h200_clock_fit.json/.md here")
+    ap.add_argument("--jobs", type=int, default=0, help="processes for the simulations (default 0: all cores)")
     a = ap.parse_args(argv)
     phases = tuple(x for x in a.phases.split(",") if x)
     free = tuple(x for x in a.fit.split(",") if x)
     if [x for x in free if x not in FITTABLE]:
         print(f"--fit {a.fit}: valid names are {','.join(FITTABLE)}", file=sys.stderr)
         return 2
-    res = run(phases, free)
+    res = run(phases, free, log=lambda m: print(m, file=sys.stderr, flush=True), jobs=max(0, a.jobs))
     cmd = "python -m validation.power_fit" + ("" if a.phases == "space" else f" --phases {a.phases}") + \
-        ("" if free == FITTABLE else f" --fit {a.fit}") + (" --out validation/results" if a.out else "")
+        ("" if free == FITTABLE else f" --fit {a.fit}") + (f" --out {a.out}" if a.out else "")
     md = markdown(res, cmd)
     print(md)
     if a.out:

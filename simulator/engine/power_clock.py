@@ -6,15 +6,19 @@ solve the power model (:mod:`simulator.machine.power`) for the clock its activit
 there, and solve again with the activity interpolated (linearly in the clock) between the last two
 simulations, until the clock moves less than ``tol``. Usually two or three simulations.
 
-    from simulator.engine.power_clock import simulate_at_predicted_clock
-    p = simulate_at_predicted_clock(cfg)          # p.result (a SimResult at p.clock_ghz), p.power_w
+    simulate(cfg, arch, clock="predicted")        # what users call: SimResult.clock_prediction says how
+    p = simulate_at_predicted_clock(cfg, arch, run=simulate)   # p.result (at p.clock_ghz), p.power_w
+
+``run`` is the one-launch simulation (``simulator.engine.run.simulate``), passed in so that this module
+sits beside ``run`` in the engine layer without importing it back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from simulator.engine.run import SimResult, default_arch_for, simulate
 from simulator.errors import ConfigError
 from simulator.kernels.tma_alignment import RowPitchCost
 from simulator.machine.arch import ArchSpec
@@ -25,13 +29,22 @@ from simulator.machine.power import Activity, PowerModel, power_model_for
 class PredictedClock:
     """A simulation at its predicted clock, the power there and how the clock was found."""
 
-    result: SimResult
+    result: Any                       # the simulator.engine.run.SimResult at the predicted clock
     clock_ghz: float
     power_w: float
     breakdown: dict[str, float]
     limited_by: str                   # "clock cap", "power limit" or "fast limit" (transient)
     model: PowerModel
     clocks_simulated: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        """JSON-ready: the clock, the power and its terms, what limited the clock, the clocks simulated,
+        and every constant of the power model (name, value, unit, kind, source)."""
+        return {"clock_ghz": self.clock_ghz, "power_w": self.power_w, "breakdown": dict(self.breakdown),
+                "limited_by": self.limited_by, "clocks_simulated": list(self.clocks_simulated),
+                "model": self.model.name,
+                "constants": [{"name": c.name, "value": c.value, "unit": c.unit, "kind": c.kind, "source": c.source}
+                              for c in self.model.constants()]}
 
     def describe(self) -> str:
         return (f"predicted clock {self.clock_ghz:.3f} GHz ({self.limited_by}), power {self.power_w:.0f} W "
@@ -44,7 +57,7 @@ def l2_cost_of(cfg) -> float:
     return RowPitchCost.of(cfg.k, cfg.bits_ab).l2_cost
 
 
-def activity_of(res: SimResult) -> Activity:
+def activity_of(res: Any) -> Activity:
     """The power model's inputs from a simulated launch (at the clock it was simulated at); L2 bytes
     are charged at their row pitch's L2 occupancy per byte (:func:`l2_cost_of`)."""
     clk = res.arch.clock_ghz.value
@@ -57,7 +70,7 @@ def activity_of(res: SimResult) -> Activity:
                     dram_bytes_per_s=res.hbm_bytes / secs)
 
 
-def _interpolated(a: SimResult, b: SimResult):
+def _interpolated(a: Any, b: Any):
     """Activity as a function of the clock, linear in the clock between two simulations (cycles, tensor
     busy cycles and bytes), held (compute-bound: same cycles) beyond them."""
     fa, fb = a.arch.clock_ghz.value, b.arch.clock_ghz.value
@@ -77,7 +90,7 @@ def _interpolated(a: SimResult, b: SimResult):
     return at
 
 
-def _held(res: SimResult):
+def _held(res: Any):
     """Activity as a function of the clock from one simulation: same cycles at any clock."""
     act = activity_of(res)
     f0 = res.arch.clock_ghz.value
@@ -87,13 +100,13 @@ def _held(res: SimResult):
     return at
 
 
-def simulate_at_predicted_clock(cfg, arch: ArchSpec | None = None, *, model: PowerModel | None = None,
+def simulate_at_predicted_clock(cfg, arch: ArchSpec, *, run: Callable[..., Any], model: PowerModel | None = None,
                                 transient: bool = False, tol: float = 0.002, max_simulations: int = 5,
                                 **simulate_kw) -> PredictedClock:
     """Simulate ``cfg`` at the clock ``arch``'s power controller settles on for it, run back to back
     (``transient``: a launch after light work, shorter than the controller's response, where only the
-    fast limit holds). ``simulate_kw`` go to :func:`simulate` (engine, knobs, trace, max_events...)."""
-    arch = arch if arch is not None else default_arch_for(cfg)
+    fast limit holds). ``run(cfg, arch, **simulate_kw)`` simulates one launch at ``arch``'s clock
+    (``simulate``); ``simulate_kw``: engine, knobs, trace, max_events..."""
     model = model or power_model_for(arch.name)
     if "clock" in simulate_kw:
         raise ConfigError("simulate_at_predicted_clock: the clock is predicted; do not pass clock=")
@@ -101,19 +114,19 @@ def simulate_at_predicted_clock(cfg, arch: ArchSpec | None = None, *, model: Pow
         raise ConfigError(f"tol={tol!r}: a relative clock tolerance in (0, 0.1)")
     limit = model.fast_limit_w.value if transient else model.limit_w.value
 
-    def run(f: float) -> SimResult:
-        return simulate(cfg, arch.with_overrides({"clock_ghz": round(f, 4)},
-                                                 origin=f"predicted by the {model.name} power model"), **simulate_kw)
+    def at_clock(f: float) -> Any:
+        return run(cfg, arch.with_overrides({"clock_ghz": round(f, 4)},
+                                            origin=f"predicted by the {model.name} power model"), **simulate_kw)
 
     f = model.tensor_clock_cap_ghz.value
-    sims = [run(f)]
+    sims = [at_clock(f)]
     at = _held(sims[-1])
     while True:
         f_new = model.settled_clock(at, limit)
         if abs(f_new - f) <= tol * f or len(sims) >= max_simulations:
             break
         f = f_new
-        sims.append(run(f))
+        sims.append(at_clock(f))
         at = _interpolated(sims[-2], sims[-1])
     res = sims[-1]
     f = res.arch.clock_ghz.value

@@ -104,6 +104,9 @@ class SimResult:
     race_kinds: dict = field(default_factory=dict)    # race kind -> how many
     first_race_cycle: float | None = None
     l2_load_bytes: int = 0            # bytes of every TMA load (L2 -> SM traffic, hits and misses)
+    #: With ``clock="predicted"``: the clock the power model settled on, the power there, what limited
+    #: it and the power model's constants (:meth:`simulator.engine.power_clock.PredictedClock.summary`).
+    clock_prediction: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -180,6 +183,7 @@ class SimResult:
             "engine": self.engine,
             "engine_note": self.engine_note,
             "late_start": self.meta.get("late_start"),
+            "clock_prediction": self.clock_prediction,
         }
 
 
@@ -334,7 +338,10 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
     """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
 
     ``clock``: the SM clock -- "max" (the arch's, default), "sustained" (a documented under-load
-    clock) or GHz (:func:`simulator.machine.clocks.with_clock`).
+    clock), GHz (:func:`simulator.machine.clocks.with_clock`), or "predicted": the clock the arch's
+    power model settles on for this kernel run back to back (two or three simulations;
+    :func:`simulator.engine.power_clock.simulate_at_predicted_clock`), with the prediction in
+    ``SimResult.clock_prediction``.
 
     ``allow_protocol_experiments`` (implied by non-default ``knobs``) relaxes the ``can_implement``
     rules that protect the protocol rather than the hardware (e.g. CUTLASS's ``Stages >= 2``), so
@@ -370,7 +377,15 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         engine_note = _native.status() + ("" if _native.COMPILED else ": same results, slower")
     arch = as_arch(arch) if arch is not None else default_arch_for(cfg)
     if clock is not None:
-        from simulator.machine.clocks import with_clock
+        from simulator.machine.clocks import parse_clock, with_clock
+        if parse_clock(clock) == "predicted":
+            from simulator.engine.power_clock import simulate_at_predicted_clock
+            pred = simulate_at_predicted_clock(
+                cfg, arch, run=simulate, knobs=knobs, trace=trace, trace_sms=trace_sms, count_events=count_events,
+                allow_protocol_experiments=allow_protocol_experiments, engine=engine, max_events=max_events,
+                progress=progress, race_check=race_check, inspect=inspect, late_start=late_start)
+            pred.result.clock_prediction = pred.summary()
+            return pred.result
         arch = with_clock(arch, clock)
     if isinstance(cfg, Sm100GemmConfig) and arch.sm_version != 100:
         raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM100 kernel needs an SM100 arch (b200)")

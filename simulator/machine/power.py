@@ -267,11 +267,56 @@ def h200_power() -> PowerModel:
     )
 
 
+#: The B200 model's assumption behind every constant taken from the H200's (nothing here is measured
+#: on a B200; a B200 run of ``python -m validation.microbench.power`` and a campaign with unlocked
+#: clocks would check it, constant by constant).
+_B200_FROM_H200 = "estimate: no B200 measurement; the H200's value assumed (same HBM3e, L2 and power controller)"
+
+
+def b200_power() -> PowerModel:
+    """The B200's (1000 W) power model: the H200's form, its constants scaled by published B200
+    figures where there are any, else assumed equal to the H200's (each says which)."""
+    C, h = Constant, h200_power()
+
+    def same(c: Constant) -> Constant:
+        return replace(c, kind="estimate", source=f"{_B200_FROM_H200}: {c.source}")
+    # Energy per tensor FLOP: datasheet dense BF16 per watt, B200 2250 TFLOP/s at 1000 W against the
+    # H200's 989 at 700 W; 8192 against 4096 FLOP/clk/SM.
+    per_flop = (989.0 / 700.0) / (2250.0 / 1000.0)
+    return PowerModel(
+        name="B200",
+        limit_w=C("limit_w", 1000.0, "W", "NVIDIA HGX B200 specifications: up to 1000 W per GPU (TDP)", "datasheet"),
+        base_w=C("base_w", round(h.base_w.value * 148 / 132, 2), "W",
+                 f"estimate: the H200's base power x 148/132 SMs ({h.base_w.value:g} W: {h.base_w.source})", "estimate"),
+        tc_w_per_sm=C("tc_w_per_sm", round(h.tc_w_per_sm.value * 2 * per_flop, 4), "W/SM",
+                      f"estimate: the H200's {h.tc_w_per_sm.value:g} W per fully busy SM x 2 (8192 vs 4096 FLOP/clk/SM) x "
+                      f"{per_flop:.3f} (energy per FLOP from the datasheets' dense BF16 TFLOP/s per W: H200 989 at "
+                      "700 W, B200 2250 at 1000 W)", "estimate"),
+        ref_clock_ghz=same(h.ref_clock_ghz), clock_exponent=same(h.clock_exponent),
+        l2_j_per_byte=same(h.l2_j_per_byte), dram_j_per_byte=same(h.dram_j_per_byte),
+        tensor_clock_cap_ghz=C("tensor_clock_cap_ghz", 1.965, "GHz",
+                               "estimate: no tensor clock cap below the clock SemiAnalysis's microbenchmarks ran at "
+                               "(microbench-blackwell); the H200's cap (1.80 of 1.98) was found by measurement only",
+                               "estimate"),
+        max_clock_ghz=C("max_clock_ghz", 1.965, "GHz", "SemiAnalysis microbench-blackwell (the SM clock of its cycle "
+                        "figures; 1.98 GHz boost in spec databases)", "microbenchmark"),
+        fast_limit_w=C("fast_limit_w", round(h.fast_limit_w.value / h.limit_w.value * 1000.0, 1), "W",
+                       f"estimate: the H200's fast limit over its limit ({h.fast_limit_w.value:g}/{h.limit_w.value:g} W) "
+                       "x 1000 W", "estimate"),
+        controller_delay_ms=same(h.controller_delay_ms), gemm_tc_scale=same(h.gemm_tc_scale),
+        gemm_l2_scale=same(h.gemm_l2_scale), gemm_dram_scale=same(h.gemm_dram_scale), window_ms=same(h.window_ms),
+    )
+
+
 def power_model_for(arch_name: str) -> PowerModel:
-    """The power model of arch ``arch_name`` ("H200"); others have none yet."""
-    if str(arch_name).upper() == "H200":
+    """The power model of arch ``arch_name``: "H200" (measured and checked against measured clocks)
+    or "B200" (published figures and the H200's constants, all estimates)."""
+    key = str(arch_name).upper()
+    if key == "H200":
         return h200_power()
-    raise ConfigError(f"arch {arch_name}: no power model (the H200 has one); give the clock in GHz")
+    if key == "B200":
+        return b200_power()
+    raise ConfigError(f"arch {arch_name}: no power model (H200 and B200 have one); give the clock in GHz")
 
 
-__all__ = ["Activity", "PowerModel", "h200_power", "power_model_for"]
+__all__ = ["Activity", "PowerModel", "h200_power", "b200_power", "power_model_for"]

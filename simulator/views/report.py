@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from simulator.kernels.scheduler import raster_for
 from simulator.machine.clocks import clock_label
+from simulator.machine.constants import KIND_LABELS
 
 
 def _gb(n: float) -> str:
@@ -84,6 +85,12 @@ def format_result(res) -> str:
     out.append(f"{label:<19}{res.time_ns / 1e3:10.2f} us   ({res.cycles:,.0f} cycles at {clk:.3f} GHz"
                f" + {res.launch_overhead_ns / 1e3:.1f} us launch overhead)")
     out.append(f"clock              {clock_label(arch)}" + _other_clock(arch))
+    if res.clock_prediction:
+        p = res.clock_prediction
+        terms = ", ".join(f"{k} {v:.0f}" for k, v in p["breakdown"].items())
+        out.append(f"power              {p['power_w']:.0f} W ({terms}); the clock is held by the {p['limited_by']} "
+                   f"(the {p['model']} power model, clocks simulated: "
+                   f"{', '.join(f'{c:.3f}' for c in p['clocks_simulated'])} GHz; constants below)")
     if res.deadlock is None:
         out.append(f"throughput         {res.tflops:10.1f} TFLOP/s = {100 * res.peak_fraction:.1f}% of the tensor-core "
                    f"peak ({res.peak_tflops:.0f} TFLOP/s at {clk:.3f} GHz)")
@@ -117,6 +124,12 @@ def format_result(res) -> str:
     width = max(len(c.name) for c in res.constants)
     for c in res.constants:
         out.append(f"  {c.name:<{width}}  {c.value:>12g} {c.unit:<10} [{c.label}] {c.source}")
+    if res.clock_prediction:
+        out += ["", f"power model constants ({res.clock_prediction['model']}; --clock predicted)"]
+        pcs = res.clock_prediction["constants"]
+        pw = max(len(c["name"]) for c in pcs)
+        out += [f"  {c['name']:<{pw}}  {c['value']:>12g} {c['unit']:<10} [{KIND_LABELS.get(c['kind'], c['kind'])}] {c['source']}"
+                for c in pcs]
     out.append("")
     out.append(f"simulated {res.events or 'n/a'} events in {res.wall_s:.2f} s wall ({res.engine} engine"
                + (f"; {res.engine_note}" if res.engine_note else "") + ")")

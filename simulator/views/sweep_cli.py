@@ -124,7 +124,7 @@ def run_sweep_cmd(args) -> int:
         return code
     bad = [r for r in rows if not r.ok]
     print(f"wsim sweep: {len(configs)} config(s) on {arch.name}")
-    print("\n".join(provenance_lines(arch_provenance(arch))))
+    print("\n".join(provenance_lines(arch_provenance(arch, opts["clock"]))))
     print()
     if args.out:
         where = "" if out_format(args.out) == ".json" else f"; constants in {constants_path(args.out)}"
