@@ -12,8 +12,8 @@ import pytest
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 #: Each notebook: the figures it draws, and text its outputs must contain (what each step answers).
 NOTEBOOKS = {
-    "1_simulate_schedules": (1, ["predicted time", "bottleneck", "tensor core", "best:", "DEADLOCK at cycle",
-                                 "PROTOCOL VIOLATIONS"]),
+    "1_simulate_schedules": (1, ["predicted time", "predicted power", "bottleneck", "tensor core", "best:",
+                                 "DEADLOCK at cycle", "PROTOCOL VIOLATIONS"]),
     "2_pipeline_timelines": (4, ["1 stage:", "with 32 late", "format problems: none"]),
     "3_validate_on_gpu": (5, ["all rows", "roofline, own intercept", "tile order:", "[dry run]"]),
     "4_check_a_protocol_change": (1, ["seed protocol: no effect", "RACE+DEADLOCK", "the committed outcome: True"]),

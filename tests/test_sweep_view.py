@@ -73,3 +73,8 @@ def test_side_by_side_has_one_column_per_run_with_its_numbers():
     from simulator.engine.bottleneck import classify
     assert f"  B200: {classify(runs['B200']).detail}" in lines
     assert any(ln.startswith("  H200: coop 128x256") for ln in lines)
+    assert "predicted power" not in text
+    runs["H200 predicted"] = simulate(Sm90GemmConfig(**p), h200, clock="predicted")
+    power = next(ln for ln in format_side_by_side(runs).splitlines() if ln.startswith("predicted power"))
+    pred = runs["H200 predicted"].clock_prediction
+    assert power.split()[2:4] == ["-", "-"] and power.endswith(f"{pred['power_w']:.0f} W, {pred['limited_by']}")

@@ -138,7 +138,8 @@ def format_result(res) -> str:
 
 def format_side_by_side(results: dict) -> str:
     """A few finished runs (label -> :class:`~simulator.engine.SimResult`, e.g. one problem on B200 and
-    on H200) as one table: config, time, clock, throughput, tensor-core use, memory, bottleneck word."""
+    on H200) as one table: time, clock (and the power a predicted clock settled at), throughput,
+    tensor-core use, memory, bottleneck word; then each run's config and the bottleneck's numbers."""
     from dataclasses import asdict
 
     from simulator.engine.bottleneck import classify
@@ -153,6 +154,9 @@ def format_side_by_side(results: dict) -> str:
         row("arch", lambda r: f"{r.arch.name} (sm_{r.arch.sm_version}), {r.arch.sm_count.value:g} SMs"),
         row("predicted time", lambda r: f"{r.time_ns / 1e3:.2f} us" if r.deadlock is None else "deadlock"),
         row("clock", lambda r: f"{r.arch.clock_ghz.value:.3f} GHz"),
+        *([row("predicted power", lambda r: (f"{r.clock_prediction['power_w']:.0f} W, {r.clock_prediction['limited_by']}"
+                                              if r.clock_prediction else "-"))]
+          if any(r.clock_prediction for r in results.values()) else []),
         row("throughput", lambda r: f"{r.tflops:.1f} TFLOP/s"),
         row("of the peak", lambda r: f"{100 * r.peak_fraction:.1f}% of {r.peak_tflops:.0f}"),
         row("tensor cores busy", lambda r: f"{100 * r.tensor_core_utilization:.1f}%"),
