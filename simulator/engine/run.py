@@ -29,6 +29,7 @@ from simulator import _native
 from simulator.engine.fast_env import FastEnv, checkpoint
 from simulator.engine.trace import Trace
 from simulator.errors import ConfigError, SimulationLimitError
+from simulator.kernels.launch import check_late_start
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec, as_arch
@@ -181,6 +182,7 @@ class SimResult:
             "wall_s": self.wall_s,
             "engine": self.engine,
             "engine_note": self.engine_note,
+            "late_start": self.meta.get("late_start"),
             "clock_prediction": self.clock_prediction,
         }
 
@@ -332,7 +334,7 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
              trace: bool = False, trace_sms=None, count_events: bool = False,
              allow_protocol_experiments: bool = False, engine: str = "fast",
              max_events: int | None = DEFAULT_MAX_EVENTS, progress=None, clock=None,
-             race_check: bool | None = None, inspect=None) -> SimResult:
+             race_check: bool | None = None, inspect=None, late_start=None) -> SimResult:
     """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
 
     ``clock``: the SM clock -- "max" (the arch's, default), "sustained" (a documented under-load
@@ -361,6 +363,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
     never change a simulated time. ``None`` (default): on exactly when ``knobs`` are not the seed's.
     ``inspect``, if given, is called with the built kernel model before it runs (``wsim check`` reads
     the counts its barriers are initialised with).
+    ``late_start``: a :class:`~simulator.kernels.launch.LateStart` (SM100 only): the last SMs of the
+    launch become free only after a delay, e.g. to compare CLC with static scheduling when they do.
     """
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     _check_simulate_args(cfg, knobs, {"trace": trace, "count_events": count_events,
@@ -379,7 +383,7 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
             pred = simulate_at_predicted_clock(
                 cfg, arch, run=simulate, knobs=knobs, trace=trace, trace_sms=trace_sms, count_events=count_events,
                 allow_protocol_experiments=allow_protocol_experiments, engine=engine, max_events=max_events,
-                progress=progress, race_check=race_check, inspect=inspect)
+                progress=progress, race_check=race_check, inspect=inspect, late_start=late_start)
             pred.result.clock_prediction = pred.summary()
             return pred.result
         arch = with_clock(arch, clock)
@@ -387,6 +391,10 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM100 kernel needs an SM100 arch (b200)")
     if isinstance(cfg, Sm90GemmConfig) and arch.sm_version != 90:
         raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM90 kernel needs an SM90 arch (h200)")
+    late_start = check_late_start(late_start)
+    if late_start is not None and not isinstance(cfg, Sm100GemmConfig):
+        raise ConfigError("late_start: only the SM100 model takes late-starting SMs (the SM90 model launches "
+                          "every cluster at cycle 0 and has no CLC scheduler to compare)")
     knobs = knobs or ProtocolKnobs()
     knobs.check()
     if race_check is None:
@@ -418,7 +426,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
                     "config": asdict(cfg)}, clock_ghz=clk)
     t0 = time.perf_counter()
     races = RaceDetector() if race_check else None
-    kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms, races=races)
+    late_kw = {"late_start": late_start} if late_start is not None else {}
+    kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms, races=races, **late_kw)
     if knobs.acts_on_barriers:   # single-barrier counts, skipped / wrong-parity waits, expect-tx bytes
         knobs.apply_to(kernel.all_barriers())
     if inspect is not None:
@@ -481,6 +490,13 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         _add_counters(tr, mem, kernel)
         tr.meta.update({"time_ns": time_ns, "cycles": cycles, "launch_overhead_ns": launch_ns,
                         "constants": {c.name: [c.value, c.unit, c.kind, c.source] for c in arch.constants()}})
+    meta = {}
+    if late_start is not None:
+        meta["late_start"] = {"sms": late_start.sms, "delay_ns": late_start.delay_ns,
+                              "clusters": kernel.late_clusters, "sm_range": list(kernel.late_sms),
+                              "launched": kernel.late_launched if cfg.tile_scheduler == "clc" else None}
+        if tr is not None:
+            tr.meta["late_start"] = meta["late_start"]
     loads = mem.l2_hits + mem.l2_misses
     return SimResult(
         arch=arch, config=cfg, knobs=knobs, cycles=cycles, time_ns=time_ns, launch_overhead_ns=launch_ns,
@@ -498,7 +514,7 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         first_violation_cycle=first_violation, race_check=races is not None,
         races=races.describe() if races is not None else [], race_count=races.count if races is not None else 0,
         race_kinds=dict(races.kinds) if races is not None else {},
-        first_race_cycle=races.first_cycle if races is not None else None,
+        first_race_cycle=races.first_cycle if races is not None else None, meta=meta,
         l2_load_bytes=mem.load_bytes,
     )
 
