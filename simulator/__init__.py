@@ -29,6 +29,7 @@ _PUBLIC = {
     "Sm100GemmConfig": "simulator.kernels.sm100_config",
     "Sm90GemmConfig": "simulator.kernels.sm90_config",
     "ProtocolKnobs": "simulator.protocol.knobs",
+    "LateStart": "simulator.kernels.launch",
     "ConfigError": "simulator.errors",
     "Trace": "simulator.engine.trace",
     "tune": "simulator.engine.tune",

@@ -414,3 +414,110 @@ def test_quick_figures_come_out_identical_from_an_empty_cache(tmp_path):
     assert got["by_class"] == want["by_class"]
     assert got["rows"] == want["rows"]
     assert got["constants"] == want["constants"]
+
+
+# ------------------------------------------------------------------------- results read back
+def test_ratio_by_class_plots_every_row_of_every_predictor(tmp_path):
+    from simulator.views.accuracy_plot import accuracy_ratio_by_class
+    ratios = {"wsim": [1.0, 1.1, 0.9, 1.2], "roofline": [0.5, 0.6, 0.7, 0.4]}
+    fig = accuracy_ratio_by_class(ratios, ["a", "a", "b", "b"], path=tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 5_000
+    ax = fig.axes[0]
+    assert sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_offsets")) >= 8
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a\n2 rows\n5% / 45%", "b\n2 rows\n15% / 45%"]
+    with pytest.raises(ValueError, match="roofline has 1 ratios for 2 classes"):
+        accuracy_ratio_by_class({"wsim": [1, 1], "roofline": [1]}, ["a", "b"])
+
+
+def test_results_read_back_as_scored_whatever_the_layout(tmp_path):
+    """A fresh result and the accuracy.json written from it give the same rows; the older layout
+    (data sets at the top, rows with ``<predictor>_us`` or ``_ratio``) reads the same way."""
+    import json
+
+    from validation.accuracy import evaluate_dataset
+    from validation.accuracy.cache import SimCache
+    from validation.accuracy.report import results_json, scores
+    from validation.accuracy.results import from_result, load_results
+    ds = _tiny_h200(tmp_path)
+    ds.class_title = "tile"
+    res = evaluate_dataset(ds, ds.rows, "all", cache=SimCache(tmp_path), procs=1)
+    p = tmp_path / "accuracy.json"
+    p.write_text(json.dumps(results_json([res], command="test", engine="fast"), default=float))
+    now, read = from_result(res), load_results(p)["h200"]
+    assert read.labels == now.labels and list(read.ratios) == list(now.ratios)
+    for name in now.ratios:
+        assert np.allclose(read.ratios[name], now.ratios[name])
+        assert read.scores()[name].mape == pytest.approx(scores(res)[name].mape)
+    assert list(read.classes) == list(now.classes) == ["tile"]
+    assert (read.row_class == now.row_class).all()
+    old = {"h200": {"title": "t", "rows": [{"label": "r0", "class": "c0", "measured_us": 10.0, "wsim_us": 11.0,
+                                            "kernel_us": 7.0, "roofline_us": 5.0},
+                                           {"label": "r1", "class": "c1", "measured_us": 20.0, "wsim_us": 19.0,
+                                            "kernel_us": 15.0, "roofline_us": 10.0}]},
+           "b200": {"rows": [{"label": "x", "class": "k", "wsim_ratio": 1.2, "gemm-model_ratio": 0.8}]}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    o = load_results(tmp_path / "old.json")
+    assert list(o["h200"].ratios) == ["wsim", "roofline"] and o["h200"].ratios["wsim"].tolist() == [1.1, 0.95]
+    assert o["h200"].class_table().splitlines()[-1].split() == ["all", "rows", "2", "7.5%", "50.0%"]
+    assert o["b200"].measured_us is None and o["b200"].mape() == {"wsim": pytest.approx(20.0),
+                                                                   "gemm-model": pytest.approx(20.0)}
+    assert math.isnan(o["b200"].scores()["wsim"].spearman)
+    with pytest.raises(ValueError, match="only ratios"):
+        o["b200"].scatter_series()
+    with pytest.raises(KeyError, match="classes its rows by row class"):
+        o["h200"].class_table("tile")
+
+
+def test_committed_accuracy_json_reads_back_to_its_own_scores():
+    import json
+
+    from validation.accuracy.results import RESULTS_JSON, load_results
+    data = json.loads(RESULTS_JSON.read_text())
+    stored = data.get("datasets", data)
+    for name, sr in load_results().items():
+        for pred, s in stored[name]["scores"].items():
+            got = sr.scores()[pred]
+            assert (got.n, got.mape, got.max_err) == (s["n"], pytest.approx(s["mape"]), pytest.approx(s["max_err"]))
+
+
+# --------------------------------------------------------------------------- the predicted clock
+def _outcome(cycles, tc_busy, sms=132, l2=0, hbm=0):
+    from validation.accuracy.cache import SimOutcome
+    return SimOutcome(cycles, cycles / 1.5 / 1e3, 0, 0.0, "fast", True, "", tc_busy, sms, l2, hbm)
+
+
+def _plan_rows(n_heavy: int, light: bool = True):
+    cfg, arch = Sm90GemmConfig(m=4096, n=4096, k=4096), ArchSpec.h200()
+    rows, outs = [], []
+    for i in range(n_heavy):
+        rows.append(Row("h200", f"space fp16 4096x4096x4096 heavy{i}", "", "fp16 4096x4096x4096", "c", cfg, arch, 1.0))
+        outs.append(_outcome(2.0e7, 0.97, l2=20_000_000_000))    # ~12 ms each: the round's idle is small
+    if light:
+        rows.append(Row("h200", "space fp16 4096x4096x4096 light", "", "fp16 4096x4096x4096", "c", cfg, arch, 1.0))
+        outs.append(_outcome(2.0e7, 0.05))
+    return rows, outs
+
+
+def test_the_predicted_clock_follows_the_stream_a_kernel_runs_in():
+    """A light kernel alone runs at the tensor clock cap; among heavy neighbours the controller holds it
+    lower. A heavy kernel alone is power-limited; light neighbours let it run faster; an all-heavy
+    stream is the slowest."""
+    from simulator.machine.power import h200_power
+    from validation.accuracy.clock import campaign_clocks
+    rows, outs = _plan_rows(6)
+    plan = {"space": [r.key.split(" ", 3)[3] for r in rows]}
+    stream, alone = campaign_clocks(rows, outs, plan)
+    cap = h200_power().tensor_clock_cap_ghz.value
+    assert np.all(stream <= cap + 1e-9) and np.all(alone <= cap + 1e-9)
+    assert alone[-1] == pytest.approx(cap) and stream[-1] < alone[-1]
+    assert alone[0] < cap and np.all(stream[:6] >= alone[:6])
+    rows2, outs2 = _plan_rows(6, light=False)
+    plan2 = {"space": [r.key.split(" ", 3)[3] for r in rows2]}
+    assert np.all(campaign_clocks(rows2, outs2, plan2)[0] <= stream[:6].min() + 1e-9)
+
+
+def test_a_row_outside_the_plan_gets_no_predicted_clock():
+    from validation.accuracy.clock import campaign_clocks
+    rows, outs = _plan_rows(2)
+    stream, alone = campaign_clocks(rows, outs, {"space": ["heavy0", "heavy1"]})
+    assert np.isfinite(stream[:2]).all() and np.isnan(stream[2]) and np.isnan(alone[2])

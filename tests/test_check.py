@@ -255,3 +255,26 @@ def test_cli_simulate_reports_races(capsys):
     code = main(["simulate", "--m", "1024", "--n", "1024", "--k", "512", "--skip-wait", "tmem_dealloc"])
     assert code == 4
     assert "RACES:" in capsys.readouterr().out
+
+
+def test_a_catalogue_row_reads_back_and_says_why():
+    from simulator.views.check_report import format_mutation_row, load_catalogue, mutation_row
+    cat = load_catalogue(CATALOGUE)
+    mid = "clc.empty count without the cluster factor"
+    row = mutation_row(cat, mid)
+    assert [o["config"] for o in row] == [b["config"] for b in cat["baseline"] if b["config"].startswith("sm100")]
+    text = format_mutation_row(cat, mid)
+    counts = {c: sum(o["cls"] == c for o in row) for c in CLASSES}
+    for c, n in counts.items():
+        assert (f"  {c:<14}{n:>3} config(s)" in text) == (n > 0)
+    assert "why: the cluster factor is 1 here" in text and "Triton ConSan" in text
+    with pytest.raises(KeyError, match="not in the catalogue's sm90 rows"):
+        mutation_row(cat, mid, "sm90")
+
+
+def test_load_catalogue_refuses_other_json(tmp_path):
+    from simulator.views.check_report import load_catalogue
+    p = tmp_path / "x.json"
+    p.write_text('{"rows": []}')
+    with pytest.raises(ValueError, match="not a wsim check catalogue"):
+        load_catalogue(p)

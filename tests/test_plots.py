@@ -257,3 +257,33 @@ def test_simulated_gemm_plots(tmp_path):
     fig = plots.plot_stage_occupancy(tr, "mainloop", sms=[0, 1])
     assert "derived from spans" in fig.get_axes()[0].get_title(loc="left") or \
         "stages_full" in fig.get_axes()[0].get_title(loc="left")
+
+
+def test_sm_tiles_draws_every_tile_of_every_sm_and_shades_late_sms(tmp_path):
+    from simulator import LateStart, simulate
+    from simulator.kernels.sm100_config import Sm100GemmConfig
+    from simulator.machine.arch import ArchSpec
+
+    arch = ArchSpec.b200().with_overrides({"sm_count": 16})
+    cfg = Sm100GemmConfig(m=2048, n=2048, k=512, tile_scheduler="static")   # 64 tiles, 2-SM: 8 halves per SM
+    runs = [simulate(cfg, arch, trace=True), simulate(cfg, arch, trace=True, late_start=LateStart(4, 5_000.0))]
+    fig = plots.plot_sm_tiles([r.trace for r in runs], ["on time", "late"], path=tmp_path / "tiles.png")
+    assert (tmp_path / "tiles.png").stat().st_size > 10_000
+    a, b = fig.get_axes()
+    assert a.get_shared_x_axes().joined(a, b)
+    assert a.get_title(loc="left") == "on time · 128 tiles of Epilogue, 8 per SM"
+    assert b.get_title(loc="left").endswith("8 per SM · hatched: SMs busy elsewhere until 5.0 µs")
+    assert len([p for p in a.patches if not p.get_hatch()]) == 128
+    late = [p for p in b.patches if p.get_hatch()]
+    assert sorted(round(p.get_y() + p.get_height() / 2) for p in late) == [12, 13, 14, 15]
+    assert all(p.get_width() == pytest.approx(5.0) for p in late)
+    ends = [max(p.get_x() + p.get_width() for p in ax.patches) for ax in (a, b)]
+    assert ends[1] > ends[0] + 4.5            # static: the late SMs' tiles end about the delay later
+
+
+def test_sm_tiles_refuses_what_it_cannot_draw(fx):
+    tr, _ = fx
+    with pytest.raises(SelectionError, match="1 label"):
+        plots.plot_sm_tiles([tr, tr], ["only one"])
+    with pytest.raises(SelectionError, match="no tile spans of role 'Consumer0'"):
+        plots.plot_sm_tiles(tr, role="Consumer0")

@@ -351,3 +351,18 @@ def test_quantities_rederive_from_raw_results(doc):
 def test_markdown_is_what_the_command_wrote(doc):
     md = (RESULT.parent / "h200_power.md").read_text()
     assert md == pa.markdown(doc)
+
+
+def test_ncu_csv_parse_and_combine():
+    from validation.microbench import power_dram as pd
+    head = ['"ID"', '"Process ID"', '"Kernel Name"'] + [f'"{m}"' for m in pd.METRICS]
+    units = ['""', '""', '""'] + ['"byte"'] * len(pd.METRICS)
+    row = ['"0"', '"77"', '"power_none"', '"1,000,000"', '"10"', '"3000000"', '"66.5"', '"20000000"', '"1.5e9"']
+    text = "==PROF== Connected\n" + "\n".join(",".join(r) for r in (head, units, row))
+    rows = pd.parse_ncu_csv(text)
+    assert rows == [{"kernel": "power_none", "dram__bytes_read.sum": 1e6, "dram__bytes_write.sum": 10.0,
+                     "lts__t_bytes.sum": 3e6, "lts__t_sector_hit_rate.pct": 66.5,
+                     "gpu__time_duration.sum": 2e7, "sm__cycles_elapsed.avg.per_second": 1.5e9}]
+    c = pd.combine([{"load": "none+hbm@1 132sm", "mem_bytes": 4e6}], rows)
+    assert c[0]["dram_read_fraction"] == 0.25 and c[0]["ncu_kernel"] == "power_none"
+    assert "none+hbm@1 132sm" in pd.markdown({"meta": {"command": "x", "date_utc": "d"}, "rows": c})

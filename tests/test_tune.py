@@ -18,8 +18,8 @@ from simulator.engine.tune import _schedule_key, lower_bound_ns, tune
 from simulator.errors import ConfigError
 from simulator.kernels.scheduler import raster_for
 from simulator.kernels.sm90_config import Sm90GemmConfig
-from simulator.kernels.space import hw_space
 from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.kernels.space import hw_space
 from simulator.machine.arch import get_arch
 
 B200 = get_arch("b200")

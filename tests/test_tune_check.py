@@ -31,7 +31,7 @@ def test_every_hw_candidate_has_a_measured_row_and_the_default_maps_to_one():
     from hw_kernels.host import KernelConfig
     from simulator.kernels.space import HW_DECOMPOSITIONS, hw_kernel_fields, hw_space, make_space
     h200 = ArchSpec.h200()
-    shapes = tc.h200_shapes()
+    shapes = {k[1:]: v for k, v in tc.h200_shapes().items()}
     assert len(shapes) == 13
     names_hw = {KernelConfig(**{**f, "mainloop_stages": None}).name() for f in hw_space(HW_DECOMPOSITIONS[:1])}
     for (m, n, k), rows in shapes.items():
@@ -52,7 +52,7 @@ def test_report_formats():
                        [10.0, 20.0, 30.0], clock=1.5, default=2, default_note="d", cublas_us=10.5, repeat_regret=1.001)
     text = "\n".join(tc.format_h200([r]))
     assert "| 64x64x64 | 1.500 | a | 0.00% (1) | 0.00% (2) | 20.00% | 1.050 | 0.875 | 1.050 | 1.000 |" in text
-    assert "wsim's pick is at least as fast as cuBLAS on 1 of 1 problems; the default config on 0" in text
+    assert "wsim tune's pick (wsim) is at least as fast as cuBLAS on 1 of 1 problems; the default config on 0" in text
     b = tc.ShapeResult("s", ["x", "y"], [5.0, 4.0], {"wsim": [2.0, 1.0], "wsim, shipped constants": [1.0, 2.0],
                                                       "gemm-model": [1.0, 2.0]})
     text = "\n".join(tc.format_b200([b]))

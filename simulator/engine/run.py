@@ -29,6 +29,7 @@ from simulator import _native
 from simulator.engine.fast_env import FastEnv, checkpoint
 from simulator.engine.trace import Trace
 from simulator.errors import ConfigError, SimulationLimitError
+from simulator.kernels.launch import check_late_start
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
 from simulator.machine.arch import ArchSpec, as_arch
@@ -105,6 +106,10 @@ class SimResult:
     decomposition: str = ""                            # the stream-K scheduler's work units ("": data-parallel)
     workspace_write_bytes: int = 0                    # partial accumulators into the stream-K workspace
     workspace_read_bytes: int = 0                     # ... and out of it (L2 atomics read what they add to)
+    l2_load_bytes: int = 0            # bytes of every TMA load (L2 -> SM traffic, hits and misses)
+    #: With ``clock="predicted"``: the clock the power model settled on, the power there, what limited
+    #: it and the power model's constants (:meth:`simulator.engine.power_clock.PredictedClock.summary`).
+    clock_prediction: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -181,6 +186,8 @@ class SimResult:
             "wall_s": self.wall_s,
             "engine": self.engine,
             "engine_note": self.engine_note,
+            "late_start": self.meta.get("late_start"),
+            "clock_prediction": self.clock_prediction,
         } | ({"decomposition": self.decomposition, "workspace_write_bytes": self.workspace_write_bytes,
               "workspace_read_bytes": self.workspace_read_bytes} if self.decomposition else {})
 
@@ -332,11 +339,14 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
              trace: bool = False, trace_sms=None, count_events: bool = False,
              allow_protocol_experiments: bool = False, engine: str = "fast",
              max_events: int | None = DEFAULT_MAX_EVENTS, progress=None, clock=None,
-             race_check: bool | None = None, inspect=None) -> SimResult:
+             race_check: bool | None = None, inspect=None, late_start=None) -> SimResult:
     """Simulate one GEMM launch. ``cfg`` defaults to the SM100 default (8192^3 BF16 on B200).
 
     ``clock``: the SM clock -- "max" (the arch's, default), "sustained" (a documented under-load
-    clock) or GHz (:func:`simulator.machine.clocks.with_clock`).
+    clock), GHz (:func:`simulator.machine.clocks.with_clock`), or "predicted": the clock the arch's
+    power model settles on for this kernel run back to back (two or three simulations;
+    :func:`simulator.engine.power_clock.simulate_at_predicted_clock`), with the prediction in
+    ``SimResult.clock_prediction``.
 
     ``allow_protocol_experiments`` (implied by non-default ``knobs``) relaxes the ``can_implement``
     rules that protect the protocol rather than the hardware (e.g. CUTLASS's ``Stages >= 2``), so
@@ -358,6 +368,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
     never change a simulated time. ``None`` (default): on exactly when ``knobs`` are not the seed's.
     ``inspect``, if given, is called with the built kernel model before it runs (``wsim check`` reads
     the counts its barriers are initialised with).
+    ``late_start``: a :class:`~simulator.kernels.launch.LateStart` (SM100 only): the last SMs of the
+    launch become free only after a delay, e.g. to compare CLC with static scheduling when they do.
     """
     cfg = cfg if cfg is not None else Sm100GemmConfig()
     _check_simulate_args(cfg, knobs, {"trace": trace, "count_events": count_events,
@@ -370,12 +382,24 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         engine_note = _native.status() + ("" if _native.COMPILED else ": same results, slower")
     arch = as_arch(arch) if arch is not None else default_arch_for(cfg)
     if clock is not None:
-        from simulator.machine.clocks import with_clock
+        from simulator.machine.clocks import parse_clock, with_clock
+        if parse_clock(clock) == "predicted":
+            from simulator.engine.power_clock import simulate_at_predicted_clock
+            pred = simulate_at_predicted_clock(
+                cfg, arch, run=simulate, knobs=knobs, trace=trace, trace_sms=trace_sms, count_events=count_events,
+                allow_protocol_experiments=allow_protocol_experiments, engine=engine, max_events=max_events,
+                progress=progress, race_check=race_check, inspect=inspect, late_start=late_start)
+            pred.result.clock_prediction = pred.summary()
+            return pred.result
         arch = with_clock(arch, clock)
     if isinstance(cfg, Sm100GemmConfig) and arch.sm_version != 100:
         raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM100 kernel needs an SM100 arch (b200)")
     if isinstance(cfg, Sm90GemmConfig) and arch.sm_version != 90:
         raise ConfigError(f"arch {arch.name} (sm_{arch.sm_version}): the SM90 kernel needs an SM90 arch (h200)")
+    late_start = check_late_start(late_start)
+    if late_start is not None and not isinstance(cfg, Sm100GemmConfig):
+        raise ConfigError("late_start: only the SM100 model takes late-starting SMs (the SM90 model launches "
+                          "every cluster at cycle 0 and has no CLC scheduler to compare)")
     knobs = knobs or ProtocolKnobs()
     knobs.check()
     if race_check is None:
@@ -407,7 +431,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
                     "config": asdict(cfg)}, clock_ghz=clk)
     t0 = time.perf_counter()
     races = RaceDetector() if race_check else None
-    kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms, races=races)
+    late_kw = {"late_start": late_start} if late_start is not None else {}
+    kernel = kernel_cls(env, cfg, arch, mem, knobs=knobs, trace=tr, trace_sms=trace_sms, races=races, **late_kw)
     if knobs.acts_on_barriers:   # single-barrier counts, skipped / wrong-parity waits, expect-tx bytes
         knobs.apply_to(kernel.all_barriers())
     if inspect is not None:
@@ -470,6 +495,13 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         _add_counters(tr, mem, kernel)
         tr.meta.update({"time_ns": time_ns, "cycles": cycles, "launch_overhead_ns": launch_ns,
                         "constants": {c.name: [c.value, c.unit, c.kind, c.source] for c in arch.constants()}})
+    meta = {}
+    if late_start is not None:
+        meta["late_start"] = {"sms": late_start.sms, "delay_ns": late_start.delay_ns,
+                              "clusters": kernel.late_clusters, "sm_range": list(kernel.late_sms),
+                              "launched": kernel.late_launched if cfg.tile_scheduler == "clc" else None}
+        if tr is not None:
+            tr.meta["late_start"] = meta["late_start"]
     loads = mem.l2_hits + mem.l2_misses
     return SimResult(
         arch=arch, config=cfg, knobs=knobs, cycles=cycles, time_ns=time_ns, launch_overhead_ns=launch_ns,
@@ -487,7 +519,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         first_violation_cycle=first_violation, race_check=races is not None,
         races=races.describe() if races is not None else [], race_count=races.count if races is not None else 0,
         race_kinds=dict(races.kinds) if races is not None else {},
-        first_race_cycle=races.first_cycle if races is not None else None,
+        first_race_cycle=races.first_cycle if races is not None else None, meta=meta,
+        l2_load_bytes=mem.load_bytes,
         decomposition=kernel.decomp.summary() if getattr(kernel, "decomp", None) is not None else "",
         workspace_write_bytes=mem.workspace_write_bytes, workspace_read_bytes=mem.workspace_read_bytes,
     )

@@ -56,7 +56,7 @@ FORMATS = (".csv", ".json", ".jsonl")
 #: Result columns of a row, after the config's fields (and before any extra columns).
 RESULT_COLUMNS = ("status", "time_us", "tflops", "peak_fraction", "bottleneck", "bottleneck_detail",
                   "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "l2_hit_rate", "tensor_core_busy",
-                  "engine", "engine_note", "error", "events", "wall_s")
+                  "clock_ghz", "power_w", "engine", "engine_note", "error", "events", "wall_s")
 #: Columns of a result file that are not config fields: a config list may hold them (a sweep's own
 #: output, re-run) and :func:`load_config_list` skips them.
 RESULT_FILE_COLUMNS = ("index", "arch", *RESULT_COLUMNS)
@@ -80,6 +80,8 @@ class Row:
     hbm_write_bytes: int | None = None
     l2_hit_rate: float | None = None
     tensor_core_busy: float | None = None
+    clock_ghz: float | None = None       # the SM clock the row ran at (predicted, or as given)
+    power_w: float | None = None         # the predicted power (with clock="predicted")
     engine: str = ""
     engine_note: str = ""
     error: str = ""
@@ -131,7 +133,9 @@ def simulate_row(index: int, cfg, arch, sim_kwargs: dict | None = None) -> Row:
     row = Row(index=index, config=config_dict(res.config), arch=arch.name, time_us=res.time_ns / 1e3,
               tflops=res.tflops, peak_fraction=res.peak_fraction, hbm_bytes=res.hbm_bytes,
               hbm_read_bytes=res.hbm_read_bytes, hbm_write_bytes=res.hbm_write_bytes, l2_hit_rate=res.l2_hit_rate,
-              tensor_core_busy=res.tensor_core_utilization, engine=res.engine, engine_note=res.engine_note,
+              tensor_core_busy=res.tensor_core_utilization, clock_ghz=res.arch.clock_ghz.value,
+              power_w=res.clock_prediction["power_w"] if res.clock_prediction else None,
+              engine=res.engine, engine_note=res.engine_note,
               events=res.events, wall_s=wall)
     if res.deadlock is not None:
         row.status = "error"
@@ -492,13 +496,15 @@ def _iter_ray(next_task: TaskSource, arch, sim_kwargs, address: str | None, work
 # ------------------------------------------------------------------------------------- the sweep
 def run_sweep(configs: Sequence[Any], arch=None, *, workers: int | None = None, progress: bool = True,
               out: str | None = None, backend: str = "process", max_events: int | None | object = ...,
-              engine: str | None = None, ray_address: str | None = None, label: str = "sweep") -> list[Row]:
+              engine: str | None = None, ray_address: str | None = None, label: str = "sweep",
+              clock=None) -> list[Row]:
     """Simulate every config of ``configs`` on ``arch`` and return one Row per config, in input order.
 
     ``workers``: processes (default: the CPUs this process may use); ``progress``: a progress bar on
     stderr; ``out``: a .csv/.json/.jsonl file the rows are written to as they finish (input order);
     ``backend``: "process" (default), "serial" (this process) or "ray"; ``max_events`` and ``engine``
-    are passed to ``simulate`` (left out: its defaults). ``arch`` None: the first config's default
+    are passed to ``simulate`` (left out: its defaults), and so is ``clock`` ("predicted": each config at the
+    clock the power model predicts for it; None: the arch's clock as given). ``arch`` None: the first config's default
     arch. ``out`` also records the arch's constants (a ``.json`` file's ``"constants"``, else the
     sidecar :func:`constants_path`).
     On KeyboardInterrupt the finished rows are written and the interrupt propagates.
@@ -518,6 +524,12 @@ def run_sweep(configs: Sequence[Any], arch=None, *, workers: int | None = None, 
         sim_kwargs["max_events"] = max_events
     if engine is not None:
         sim_kwargs["engine"] = engine
+    if clock is not None:
+        from simulator.machine.clocks import parse_clock, with_clock
+        if parse_clock(clock) == "predicted":
+            sim_kwargs["clock"] = "predicted"
+        elif arch is not None:
+            arch = with_clock(arch, clock)
     order = sorted(range(len(configs)), key=lambda i: (-_task_cost(configs[i]), i))
     it = iter(order)
 
@@ -527,7 +539,8 @@ def run_sweep(configs: Sequence[Any], arch=None, *, workers: int | None = None, 
 
     writer = None
     if out:
-        writer = RowWriter(out, columns_for(configs), constants=arch_provenance(arch) if arch is not None else None)
+        writer = RowWriter(out, columns_for(configs), constants=arch_provenance(arch, sim_kwargs.get("clock"))
+                           if arch is not None else None)
     bar = Progress(len(configs), label=label, enabled=progress)
     rows: list[Row | None] = [None] * len(configs)
     try:

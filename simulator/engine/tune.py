@@ -249,7 +249,7 @@ class TuneResult:
         top = self.top if top is None else top
         lines = [f"wsim tune: M={self.m} N={self.n} K={self.k} {self.dtype} on {self.arch}",
                  *(provenance_lines(self.constants) if self.constants else []), self.summary(), "",
-                 f"{'rank':>4} {'time us':>10} {'TFLOP/s':>8} {'peak':>5}  {'bottleneck':<17} {'stage':>5}  config"]
+                 f"{'rank':>4} {'time us':>10} {'TFLOP/s':>8} {'peak':>5} {'GHz':>6}  {'bottleneck':<17} {'stage':>5}  config"]
         shown = 0
         same = 0
         for r in self.rows:
@@ -259,7 +259,8 @@ class TuneResult:
                 same += 1
                 continue
             shown += 1
-            lines.append(f"{r.extra.get('rank', ''):>4} {r.time_us:>10.2f} {r.tflops:>8.1f} {r.peak_fraction:>5.0%}  "
+            clk = f"{r.clock_ghz:.3f}" if r.clock_ghz else "-"
+            lines.append(f"{r.extra.get('rank', ''):>4} {r.time_us:>10.2f} {r.tflops:>8.1f} {r.peak_fraction:>5.0%} {clk:>6}  "
                          f"{r.bottleneck:<17} {r.extra.get('stage', ''):>5}  {describe_config(r.config)}")
         if same:
             lines.append(f"   ({same} config(s) differing only in raster/swizzle spelling, with the same tile order as "
@@ -268,7 +269,8 @@ class TuneResult:
             lines.append("   (no candidate could be simulated)")
         else:
             b = self.best
-            lines += ["", f"best: {describe_config(b.config)}: {b.time_us:.2f} us, {b.tflops:.1f} TFLOP/s "
+            at = f" at {b.clock_ghz:.3f} GHz" + (f", {b.power_w:.0f} W" if b.power_w else "") if b.clock_ghz else ""
+            lines += ["", f"best: {describe_config(b.config)}: {b.time_us:.2f} us{at}, {b.tflops:.1f} TFLOP/s "
                       f"({b.bottleneck}: {b.bottleneck_detail})"]
         return "\n".join(lines)
 
@@ -445,7 +447,7 @@ def tune(m: int, n: int, k: int, *, dtype: str = "bf16", dtype_d: str | None = N
          space: str | Space = "full", top: int = 10, search: str = "auto", beam: int = DEFAULT_BEAM,
          prune: bool | None = None, workers: int | None = None, progress: bool = True, backend: str = "process",
          max_events: int | None | object = ..., engine: str | None = None,
-         ray_address: str | None = None, on_interrupt: str = "raise") -> TuneResult:
+         ray_address: str | None = None, on_interrupt: str = "raise", clock=None) -> TuneResult:
     """Rank the candidate configs of ``space`` for an M x N x K GEMM on ``arch`` (see the module doc).
 
     Returns a :class:`TuneResult` whose ``rows`` are the whole ranked table (the first ``top`` are
@@ -453,7 +455,9 @@ def tune(m: int, n: int, k: int, *, dtype: str = "bf16", dtype_d: str | None = N
     staged search, off for the exhaustive one (which then predicts every candidate, e.g. to rank
     them all against measurements). ``space`` may be a name or a :class:`Space`. On Ctrl-C:
     ``on_interrupt="raise"`` re-raises KeyboardInterrupt, ``"return"`` returns what had finished
-    with ``interrupted=True``.
+    with ``interrupted=True``. ``clock``: "predicted" ranks every candidate at the clock the power
+    model predicts for it (what ``wsim tune`` does on the H200), a clock choice or GHz sets one clock
+    for all (:func:`simulator.machine.clocks.with_clock`), None keeps the arch's.
     """
     from simulator.engine.sweep import default_workers
 
@@ -481,6 +485,12 @@ def tune(m: int, n: int, k: int, *, dtype: str = "bf16", dtype_d: str | None = N
         sim_kwargs["max_events"] = max_events
     if engine is not None:
         sim_kwargs["engine"] = engine
+    if clock is not None:
+        from simulator.machine.clocks import parse_clock, with_clock
+        if parse_clock(clock) == "predicted":
+            sim_kwargs["clock"] = "predicted"
+        else:
+            a = with_clock(a, clock)
     w = default_workers() if workers is None else workers
     s = _Search(sp, a, top=top, beam=beam, prune=prune, workers=w, backend=backend, progress=progress,
                 sim_kwargs=sim_kwargs, ray_address=ray_address)
@@ -509,7 +519,7 @@ def tune(m: int, n: int, k: int, *, dtype: str = "bf16", dtype_d: str | None = N
     return TuneResult(m=m, n=n, k=k, dtype=sp.base.dtype_ab, arch=a.name, space=sp.name, search=search,
                       beam=beam, top=top, rows=s.ranked(), stages=s.stages, combinations=combos,
                       space_note=sp.note, workers=w, wall_s=time.perf_counter() - t0, configs=s.configs,
-                      interrupted=interrupted, constants=arch_provenance(a))
+                      interrupted=interrupted, constants=arch_provenance(a, sim_kwargs.get("clock")))
 
 
 def _no_candidate(sp: Space, arch: ArchSpec) -> None:

@@ -35,6 +35,9 @@ class Cluster:
         self.index = index
         self.first_sm = first_sm
         self.ctas: list = []
+        # The grid's cluster id it runs as (its first tile): its index, unless it launched late
+        # under CLC and took the next cluster not yet launched (simulator.kernels.launch).
+        self.launch_id = index
 
 
 class _WaitTotal:

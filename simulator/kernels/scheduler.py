@@ -416,6 +416,15 @@ class ClcHardware:
     def remaining(self) -> int:
         return self.grid_clusters - self._next
 
+    def launch_pending(self) -> int | None:
+        """SMs that became free after the launch take the next cluster not yet launched (or
+        cancelled), or nothing when none is left (:mod:`simulator.kernels.launch`)."""
+        if self._next >= self.grid_clusters:
+            return None
+        cid = self._next
+        self._next += 1
+        return cid
+
     def try_cancel(self) -> int | None:
         self.queries += 1
         if self._next >= self.grid_clusters:

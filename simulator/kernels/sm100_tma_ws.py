@@ -58,6 +58,7 @@ import simpy
 from simulator.kernels import race_hooks, stream_k
 from simulator.kernels.common import NUM_THREADS_PER_WARP, Cluster, ConfigSnapshot, RoleBase, RunStats
 from simulator.kernels.fixup import FIXUP_CONSTANTS, Fixup
+from simulator.kernels.launch import LateStart
 from simulator.kernels.scheduler import (
     ClcHardware,
     StreamKTileScheduler,
@@ -727,7 +728,8 @@ class Sm100GemmTmaWarpSpecialized:
     """The kernel: resident clusters, their CTAs, and the shared memory system and CLC hardware."""
 
     def __init__(self, env: simpy.Environment, cfg, arch, memory: MemorySystem, *,
-                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None, races: RaceDetector | None = None):
+                 knobs: ProtocolKnobs | None = None, trace=None, trace_sms=None, races: RaceDetector | None = None,
+                 late_start: LateStart | None = None):
         self.env = env
         self.races = races       # the race detectors (wsim check), or None: then no role calls race_hooks
         self.config = cfg
@@ -764,7 +766,14 @@ class Sm100GemmTmaWarpSpecialized:
             resident = min(self.grid_clusters, max_resident_clusters(self.config, arch))
         else:
             resident = static_grid_clusters(self.config, arch, self.grid_clusters)
-        self.clc_hw = ClcHardware(self.grid_clusters, resident)
+        # SMs that start late (simulator.kernels.launch): their clusters launch after the delay; with
+        # CLC the hardware places only the on-time clusters at launch (ids 0..R'-1).
+        late = late_start.late_clusters(resident, cfg.cluster_size) if late_start is not None else range(0)
+        self.late_clusters = len(late)
+        self.late_sms = (late.start * cfg.cluster_size, late.stop * cfg.cluster_size) if late else None
+        self.late_launched = 0
+        on_time = resident - len(late) if cfg.tile_scheduler == "clc" else resident
+        self.clc_hw = ClcHardware(self.grid_clusters, on_time)
         self.clusters: list[Cluster] = []
         self.roles: list[Role] = []
         for ci in range(resident):
@@ -788,7 +797,6 @@ class Sm100GemmTmaWarpSpecialized:
                 if cfg.read_c:
                     roles.append(EpilogueLoad(c))
                 c.roles = roles
-                self.roles += roles
         if self.sk is not None:
             acc_bytes = max(1, cfg.bits_acc // 8)
             tile_bytes = cfg.cta_tile_m * cfg.cta_tile_n * acc_bytes
@@ -802,8 +810,30 @@ class Sm100GemmTmaWarpSpecialized:
                 f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in FIXUP_CONSTANTS) + (
                 f"fixup TMEM copy of a {cfg.cta_tile_m}x{cfg.cta_tile_n} accumulator: {self.tmem_tile_cycles:.0f} "
                 "cycles each way (tmem_load_bytes_per_clk; the store back assumed at the load's rate)",))
-        for r in self.roles:
-            env.process(r.process())
+        for cl in self.clusters:
+            if cl.index in late:
+                env.process(self._launch_late(cl, late_start.delay_cycles(arch.clock_ghz.value)))
+            else:
+                self._launch(cl)
+
+    # -- launch ---------------------------------------------------------------------------
+    def _launch(self, cl: Cluster) -> None:
+        for c in cl.ctas:
+            self.roles += c.roles
+            for r in c.roles:
+                self.env.process(r.process())
+
+    def _launch_late(self, cl: Cluster, delay: float):
+        """A cluster whose SMs are busy at launch: it starts ``delay`` cycles later. Static: with its
+        own tiles. CLC: as the next cluster of the grid not yet launched or cancelled, if one is left."""
+        yield self.env.timeout(delay)
+        if self.cfg.tile_scheduler == "clc":
+            cid = self.clc_hw.launch_pending()
+            if cid is None:
+                return
+            cl.launch_id = cid
+        self.late_launched += 1
+        self._launch(cl)
 
     # -- scheduling -----------------------------------------------------------------------
     def traced(self, sm: int) -> bool:
@@ -811,8 +841,8 @@ class Sm100GemmTmaWarpSpecialized:
 
     def initial_work(self, cluster: Cluster) -> WorkTileInfo:
         if self.sk is not None:
-            return self.sk.unit_work(cluster.index)
-        return self.raster.work(cluster.index)
+            return self.sk.unit_work(cluster.launch_id)
+        return self.raster.work(cluster.launch_id)
 
     def static_next(self, cluster: Cluster, work: WorkTileInfo) -> WorkTileInfo:
         # Static persistent: resident cluster i takes linear ids i, i + R, i + 2R, ...

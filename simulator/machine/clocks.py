@@ -1,4 +1,6 @@
-"""The SM clock is an input: ``max`` (the spec clock), ``sustained`` (a documented clock under load), or GHz.
+"""The SM clock: ``max`` (the spec clock), ``sustained`` (a documented clock under load), GHz, or
+``predicted`` (the clock the GPU's power controller settles on for the kernel: a simulation, see
+:mod:`simulator.engine.power_clock`).
 
 The model counts cycles; the clock only turns them into nanoseconds, and GPUs lower it under load
 (an H200 GEMM runs at 1.25-1.35 GHz in-kernel against 1.98 GHz max). So every time the model
@@ -6,7 +8,10 @@ prints says which clock it used, and :func:`with_clock` picks one:
 
 * ``"max"`` -- the arch's ``clock_ghz`` constant as its factory sets it (the spec / boost clock);
 * ``"sustained"`` -- the under-load clock in :data:`SUSTAINED_CLOCKS`, with its source;
-* a number -- that clock in GHz (e.g. the effective clock measured in the run being compared).
+* a number -- that clock in GHz (e.g. the effective clock measured in the run being compared);
+* ``"predicted"`` -- solved from the simulated activity by the arch's power model
+  (``simulate(..., clock="predicted")``); the default of ``wsim`` for the archs in
+  :data:`PREDICTED_BY_DEFAULT`.
 
 Only ``clock_ghz`` changes; bandwidths given in bytes per second (HBM, L2) stay what they are, so at
 a lower SM clock they are worth more bytes per cycle.
@@ -31,7 +36,10 @@ SUSTAINED_CLOCKS: dict[str, Constant] = {
         "against); no published B200 in-kernel clock under load was found", "datasheet"),
 }
 
-CLOCK_CHOICES = ("max", "sustained")
+CLOCK_CHOICES = ("max", "sustained", "predicted")
+#: Archs whose power model was checked against measured clocks: ``wsim`` predicts their clock unless
+#: one is given (``--clock``, or ``clock_ghz`` set as an arch constant).
+PREDICTED_BY_DEFAULT = ("H200",)
 
 
 def parse_clock(text: str | float | None) -> str | float | None:
@@ -50,11 +58,11 @@ def parse_clock(text: str | float | None) -> str | float | None:
             try:
                 return parse_clock(float(s[:-3]) / 1000.0)
             except ValueError:
-                raise ConfigError(f"clock={text!r}: expected a number of GHz, 'max' or 'sustained'") from None
+                raise ConfigError(f"clock={text!r}: expected a number of GHz, 'max', 'sustained' or 'predicted'") from None
         try:
             val = float(s)
         except ValueError:
-            raise ConfigError(f"clock={text!r}: expected a number of GHz, 'max' or 'sustained'") from None
+            raise ConfigError(f"clock={text!r}: expected a number of GHz, 'max', 'sustained' or 'predicted'") from None
     if not (val == val) or val <= 0 or val > 10:
         raise ConfigError(f"clock={text!r}: a clock must be a number of GHz in (0, 10]")
     return val
@@ -65,6 +73,9 @@ def with_clock(arch: ArchSpec, clock: str | float | None) -> ArchSpec:
     clock = parse_clock(clock)
     if clock is None or clock == "max":
         return arch
+    if clock == "predicted":
+        raise ConfigError("clock='predicted': the clock is solved with a simulation of the kernel; pass it to "
+                          "simulate(..., clock='predicted') (or wsim --clock predicted), not to with_clock")
     if clock == "sustained":
         c = SUSTAINED_CLOCKS.get(arch.name)
         if c is None:
@@ -72,6 +83,14 @@ def with_clock(arch: ArchSpec, clock: str | float | None) -> ArchSpec:
                               "give the clock in GHz")
         return arch.with_overrides({"clock_ghz": c.value}, origin=c.source)
     return arch.with_overrides({"clock_ghz": float(clock)}, origin=f"--clock {clock:g} GHz")
+
+
+def default_clock(arch: ArchSpec) -> str:
+    """The clock ``wsim`` runs ``arch`` at when none is given: "predicted" for the archs in
+    :data:`PREDICTED_BY_DEFAULT` (unless ``clock_ghz`` was set as a constant), else "max"."""
+    if arch.name in PREDICTED_BY_DEFAULT and arch.clock_ghz.kind != "override":
+        return "predicted"
+    return "max"
 
 
 def clock_label(arch: ArchSpec) -> str:
@@ -83,4 +102,5 @@ def clock_label(arch: ArchSpec) -> str:
     return f"{c.value:g} GHz ({c.source.split(' (was ')[0].split('; ')[0]})"
 
 
-__all__ = ["SUSTAINED_CLOCKS", "CLOCK_CHOICES", "parse_clock", "with_clock", "clock_label"]
+__all__ = ["SUSTAINED_CLOCKS", "CLOCK_CHOICES", "PREDICTED_BY_DEFAULT", "parse_clock", "with_clock", "default_clock",
+           "clock_label"]

@@ -29,14 +29,24 @@ def _entry(c: Constant) -> dict:
     return {"name": c.name, "value": c.value, "unit": c.unit, "kind": c.kind, "source": c.source}
 
 
-def arch_provenance(arch: ArchSpec) -> dict:
-    """The arch and constants behind a set of predictions, as a JSON-ready mapping (see the module doc)."""
-    consts = arch.constants()
+def arch_provenance(arch: ArchSpec, clock: str | None = None) -> dict:
+    """The arch and constants behind a set of predictions, as a JSON-ready mapping (see the module doc).
+    ``clock`` "predicted": every row ran at its own predicted clock; the power model's constants are
+    listed too (``power_model``, and its fitted and estimated ones among the others)."""
+    consts = list(arch.constants())
     out: dict = {"arch": arch.name, "sm_version": arch.sm_version, "clock_ghz": arch.clock_ghz.value,
                  "clock": clock_label(arch)}
+    if clock == "predicted":
+        from simulator.machine.power import power_model_for
+        model = power_model_for(arch.name)
+        out["clock_ghz"] = None
+        out["clock"] = (f"predicted per config by the {model.name} power model (limit {model.limit_w.value:g} W, "
+                        f"at most {model.max_clock_ghz.value:g} GHz; each row's clock_ghz and power_w)")
+        out["power_model"] = [_entry(c) for c in model.constants()]
+        consts += list(model.constants())
     for kind, key in zip(LISTED_KINDS, _KEYS, strict=True):
         out[key] = [_entry(c) for c in consts if c.kind == kind]
-    out["constants"] = [_entry(c) for c in consts]
+    out["constants"] = [_entry(c) for c in arch.constants()]
     return out
 
 

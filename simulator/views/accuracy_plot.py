@@ -1,10 +1,16 @@
-"""Predicted against measured, log axes, one colour per data set (the ``wsim accuracy`` figure)."""
+"""Predicted against measured (the ``wsim accuracy`` figures): a log-log scatter, one colour per
+series, and the predicted/measured ratio per row class, each predictor beside the others.
+
+Importing this module picks no matplotlib backend (a notebook shows the figures inline; the
+``wsim accuracy`` command picks the headless one itself).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 _COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
@@ -14,11 +20,7 @@ def accuracy_scatter(series: Sequence[tuple[str, Sequence[float], Sequence[float
                      *, title: str = "wsim: predicted vs measured kernel time", band: float = 0.1):
     """Scatter of (measured, predicted) per data set on log-log axes with the y = x line and a
     +-``band`` corridor. ``series``: (name, measured, predicted) triples (microseconds). Returns the
-    matplotlib figure; saves it to ``path`` if given."""
-    import matplotlib
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
+    matplotlib figure; saves it to ``path`` if given (and then closes it)."""
     fig, ax = plt.subplots(figsize=(6.4, 6.0))
     lo, hi = np.inf, 0.0
     for i, (name, meas, pred) in enumerate(series):
@@ -52,4 +54,47 @@ def accuracy_scatter(series: Sequence[tuple[str, Sequence[float], Sequence[float
     return fig
 
 
-__all__ = ["accuracy_scatter"]
+def accuracy_ratio_by_class(ratios: Mapping[str, Sequence[float]], classes: Sequence[str], *,
+                            title: str = "predicted / measured per row class", band: float = 0.1,
+                            path: str | Path | None = None):
+    """Predicted/measured of every row, grouped by its class: per class one column of points per
+    predictor (jittered, same rows for all), its median as a bar, a line at 1 and a +-``band``
+    corridor, log scale; each class's label says its rows and every predictor's MAPE. ``ratios``:
+    predictor -> ratio per row; ``classes``: the class of each row. Returns the figure."""
+    cls = np.asarray(classes)
+    names = list(ratios)
+    vals = {n: np.asarray(ratios[n], float) for n in names}
+    for n, v in vals.items():
+        if len(v) != len(cls):
+            raise ValueError(f"accuracy_ratio_by_class: {n} has {len(v)} ratios for {len(cls)} classes")
+    order = sorted(set(cls.tolist()))
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.8 * len(order) * max(1, len(names)))), 4.6),
+                           layout="constrained")
+    width = 0.8 / max(1, len(names))
+    rng = np.random.default_rng(0)          # the jitter is only for the eye: fixed, so the figure is reproducible
+    ticks = []
+    for ci, c in enumerate(order):
+        sel = cls == c
+        mapes = []
+        for pi, n in enumerate(names):
+            v = vals[n][sel]
+            x = ci - 0.4 + width * (pi + 0.5)
+            ax.scatter(x + rng.uniform(-0.35, 0.35, len(v)) * width, v, s=6, alpha=0.45,
+                       color=_COLOURS[pi % len(_COLOURS)], label=n if ci == 0 else None, linewidths=0)
+            ax.hlines(np.median(v), x - 0.45 * width, x + 0.45 * width, color="black", lw=1.5)
+            mapes.append(f"{100 * np.mean(np.abs(v - 1)):.0f}%")
+        ticks.append(f"{c}\n{int(sel.sum())} rows\n" + " / ".join(mapes))
+    ax.axhline(1.0, color="black", lw=1)
+    ax.axhspan(1 - band, 1 + band, color="grey", alpha=0.15)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(order)), ticks, fontsize=7.5)
+    ax.set_ylabel("predicted / measured")
+    ax.set_title(f"{title} (MAPE: {' / '.join(names)}; bars: medians)", fontsize=10, loc="left")
+    ax.legend(loc="upper right", fontsize=8, markerscale=2.5)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    if path is not None:
+        fig.savefig(path, dpi=120, facecolor="white")
+    return fig
+
+
+__all__ = ["accuracy_ratio_by_class", "accuracy_scatter"]

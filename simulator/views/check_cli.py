@@ -17,8 +17,9 @@ import sys
 import time
 from collections.abc import Callable
 
-from simulator.engine.check import CLASSES, GRIDS, Case, Outcome, check_change, run_case, run_check
+from simulator.engine.check import CLASSES, GRIDS, Case, check_change, run_case, run_check
 from simulator.errors import ConfigError
+from simulator.views.check_report import describe_outcome
 from simulator.views.run_args import EXIT_OK, check_output_file, positive_int
 
 EXIT_DEADLOCK, EXIT_VIOLATIONS = 3, 4
@@ -39,24 +40,6 @@ def _exit_for(cls: str) -> int:
     return {"race+deadlock": EXIT_DEADLOCK, "deadlock": EXIT_DEADLOCK, "race": EXIT_VIOLATIONS}.get(cls, EXIT_OK)
 
 
-def _describe(o: Outcome) -> list[str]:
-    head = f"{o.mutation}: {o.cls.upper()}" + (f" (first at cycle {o.cycle:,.0f})" if o.cycle is not None else "")
-    lines = [head]
-    if o.value:
-        lines.append(f"  sets: {o.value}")
-    if o.race_kinds:
-        lines.append("  found: " + ", ".join(f"{k} x{n}" for k, n in o.race_kinds.items()))
-    if o.blocked:
-        lines.append("  blocked: " + ", ".join(o.blocked))
-    if o.wait_for:
-        lines.append("  wait-for cycle: " + " -> ".join(o.wait_for + o.wait_for[:1]))
-    if o.detail:
-        lines.append(f"  {o.detail}")
-    if o.why:
-        lines.append(f"  why: {o.why}")
-    return lines
-
-
 def _config_given(args) -> bool:
     return bool(args.config) or any(getattr(args, a) is not None for a in vars(args) if a.startswith("cfg_")) \
         or bool(args.arch)
@@ -75,7 +58,7 @@ def _user_change(args, resolve_inputs: Callable) -> int:
     base, o = check_change(cfg, arch, knobs, name="your change (" + "; ".join(knobs.describe()) + ")")
     print(f"wsim check: {type(cfg).__name__} M={cfg.m} N={cfg.n} K={cfg.k} on {arch.name}")
     print(f"seed protocol: {base.cls}" + (f": {base.detail}" if base.detail else " (nothing found)"))
-    print("\n".join(_describe(o)))
+    print(describe_outcome(o))
     if base.cls != "no effect":
         return _exit_for(base.cls)
     return _exit_for(o.cls)

@@ -16,7 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from simulator.engine.check import CHECK_SMS, CLASSES, CheckReport, run_case, sm90_one_stage
+from simulator.engine.check import CHECK_SMS, CLASSES, CheckReport, Outcome, run_case, sm90_one_stage
 from simulator.protocol.mutations import STREAM_K_FIXUP
 
 #: Cell codes of the matrix.
@@ -160,6 +160,67 @@ def catalogue(report: CheckReport, *, grid: str, command: str, twins: list[dict]
 
 def _kernel(config_id: str) -> str:
     return config_id.split("-")[0]
+
+
+def describe_outcome(o: Outcome) -> str:
+    """One outcome in words: the class and first cycle, what the mutation set, what was found (race
+    kinds, blocked roles, the wait-for cycle, the deadlock report) or why nothing was."""
+    head = f"{o.mutation}: {o.cls.upper()}" + (f" (first at cycle {o.cycle:,.0f})" if o.cycle is not None else "")
+    lines = [head]
+    if o.value:
+        lines.append(f"  sets: {o.value}")
+    if o.race_kinds:
+        lines.append("  found: " + ", ".join(f"{k} x{n}" for k, n in o.race_kinds.items()))
+    if o.blocked:
+        lines.append("  blocked: " + ", ".join(o.blocked))
+    if o.wait_for:
+        lines.append("  wait-for cycle: " + " -> ".join(o.wait_for + o.wait_for[:1]))
+    if o.detail:
+        lines.append(f"  {o.detail}")
+    if o.why:
+        lines.append(f"  why: {o.why}")
+    return "\n".join(lines)
+
+
+def load_catalogue(path: str | Path) -> dict:
+    """A catalogue written by ``wsim check --out FILE.md`` (its ``.json``), e.g.
+    ``validation/results/check_catalogue.json``."""
+    p = Path(path)
+    cat = json.loads(p.read_text())
+    if not isinstance(cat, dict) or "outcomes" not in cat or "mutations" not in cat:
+        raise ValueError(f"{p}: not a wsim check catalogue (no 'outcomes' and 'mutations'; written by wsim check --out)")
+    return cat
+
+
+def mutation_row(cat: dict, mutation_id: str, kernel: str = "sm100") -> list[dict]:
+    """One row of the catalogue: the outcome of ``mutation_id`` on every config of ``kernel``'s grid,
+    in grid order (compact outcomes, as :func:`compact` stores them)."""
+    row = _by_mutation(cat).get((kernel, mutation_id))
+    if not row:
+        known = [m["id"] for m in cat["mutations"] if m["kernel"] == kernel]
+        raise KeyError(f"mutation {mutation_id!r}: not in the catalogue's {kernel} rows ({len(known)} mutations, "
+                       f"e.g. {known[0]!r})")
+    return row
+
+
+def format_mutation_row(cat: dict, mutation_id: str, kernel: str = "sm100") -> str:
+    """:func:`mutation_row` as text: per class, how many configs, the first finding's cycles, which
+    configs, and why nothing was found where nothing was; then what Triton's ConSan would report."""
+    row = mutation_row(cat, mutation_id, kernel)
+    lines = [f"{kernel} {mutation_id}: {len(row)} configs of the {cat['grid']} grid"]
+    for c in cat["classes"]:
+        os_ = [o for o in row if o["cls"] == c]
+        if not os_:
+            continue
+        cyc = [o["cycle"] for o in os_ if o.get("cycle") is not None]
+        span = _cyc(min(cyc)) + (f"-{_cyc(max(cyc))}" if cyc and max(cyc) > min(cyc) else "") if cyc else ""
+        when = f", first found at cycle {span}" if cyc else ""
+        names = ", ".join(o["config"] for o in os_[:4]) + (f", ... ({len(os_) - 4} more)" if len(os_) > 4 else "")
+        lines.append(f"  {c:<14}{len(os_):>3} config(s){when}: {names}")
+        lines += [f"  {'':<14}    why: {why}" for why in dict.fromkeys(o["why"].split("): ")[-1] for o in os_
+                                                                         if o.get("why"))]
+    consan_label = next(m["consan"] for m in cat["mutations"] if m["kernel"] == kernel and m["id"] == mutation_id)
+    return "\n".join(lines + [f"  Triton ConSan, for the same mistake in a Gluon kernel: {consan_label}"])
 
 
 def _by_mutation(cat: dict) -> dict[tuple[str, str], list[dict]]:
@@ -358,4 +419,5 @@ def write(cat: dict, md_path: str) -> tuple[Path, Path]:
     return md, js
 
 
-__all__ = ["catalogue", "markdown", "write", "consan", "compact", "CONSAN_SOURCES", "CONSAN_LEGEND"]
+__all__ = ["catalogue", "markdown", "write", "consan", "compact", "describe_outcome", "load_catalogue", "mutation_row",
+           "format_mutation_row", "CONSAN_SOURCES", "CONSAN_LEGEND"]

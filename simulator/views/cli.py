@@ -55,6 +55,7 @@ from simulator.views.run_args import (
     arch_overrides,
     check_output_file,
     check_trace_sms,
+    run_clock,
     run_command,
     run_simulation,
     warn,
@@ -120,9 +121,10 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
                        help=f"({'/'.join(o.replace('GemmConfig', '') for o in owners)})")
     s.add_argument("--arch-set", action="append", type=_kv, default=[], metavar="NAME=VALUE",
                    help="override an arch constant, e.g. clc_query_latency_cycles=800")
-    s.add_argument("--clock", default=None, metavar="GHz|max|sustained",
-                   help="SM clock: max (the spec clock, default), sustained (a documented clock under load, "
-                        "printed with its source) or a number of GHz")
+    s.add_argument("--clock", default=None, metavar="predicted|max|sustained|GHz",
+                   help="SM clock: predicted (what the power controller settles on for this kernel, from its "
+                        "simulated activity: the default on h200), max (the spec clock: the default on b200), "
+                        "sustained (a documented clock under load) or a number of GHz")
     k = s.add_argument_group("protocol knobs (what if?)")
     k.add_argument("--arrival-count", action="append", type=_kv, default=[], metavar="PIPE.SIDE=N",
                    help="initialise a barrier with another arrival count, e.g. clc.empty=224")
@@ -229,10 +231,11 @@ def _resolve_arch(args, arch_table: dict, where: str) -> ArchSpec:
         arch = arch.with_overrides(cli, origin="--arch-set")
     clock = getattr(args, "clock", None)
     if clock is not None:
-        from simulator.machine.clocks import with_clock
+        from simulator.machine.clocks import parse_clock, with_clock
         if "clock_ghz" in cli or "clock_ghz" in arch_table:
             raise ConfigError(f"--clock {clock} and an arch override of clock_ghz: give the clock once")
-        arch = with_clock(arch, clock)
+        if parse_clock(clock) != "predicted":      # predicted: solved by the run itself (run_clock)
+            arch = with_clock(arch, clock)
     return arch
 
 
@@ -329,7 +332,7 @@ def simulate_command(args) -> int:
     r.can_implement(arch, allow_protocol_experiments=not knobs.is_default)
     trace_sms = check_trace_sms(args.trace_sms, "--trace-sms", r, arch) if args.trace_sms is not None else None
     res = run_simulation(cfg, arch, knobs=knobs, max_events=args.max_events, trace=trace_path is not None,
-                         trace_sms=trace_sms, engine=args.engine)
+                         trace_sms=trace_sms, engine=args.engine, clock=run_clock(args.clock, arch))
     written = None
     if trace_path is not None and res.trace is not None:
         written = _write_trace(res, trace_path, explicit_sms=trace_sms is not None)

@@ -825,6 +825,74 @@ def plot_compare(trace_a: Trace, trace_b: Trace, labels: tuple[str, str] = ("sim
     return fig
 
 
+# -- every SM's tiles -------------------------------------------------------------------------
+#: Roles whose ``tile`` spans mark each SM's tiles, in order of preference: one on every SM of a run.
+TILE_ROLES = ("Epilogue", "Consumer0", "MainloopLoad")
+
+
+def _tile_role(trace: Trace) -> str:
+    cols = trace.columns()
+    tiles = cols["kind"] == "tile"
+    for role in TILE_ROLES:
+        if (tiles & (cols["role"] == role)).any():
+            return role
+    raise SelectionError(f"the trace has no tile spans of {', '.join(TILE_ROLES)}: nothing to show per SM")
+
+
+def plot_sm_tiles(traces: Trace | Sequence[Trace], labels: Sequence[str] | None = None, *,
+                  role: str | None = None, path: str | Path | None = None) -> Figure:
+    """Every SM's output tiles over the whole run, one panel per trace on one time axis.
+
+    One row per SM; a bar per tile of ``role`` (default: the first of :data:`TILE_ROLES` with
+    tile spans, e.g. the epilogue warps on SM100), alternately dark and light so that neighbours
+    stay apart; a dashed line where the run ends. SMs of a simulated run with late-starting SMs
+    (``simulate(late_start=...)``) are shaded grey until they became free. This answers how the
+    tiles were spread over the SMs and what the tail looks like (for the warps inside a tile, see
+    :func:`plot_timeline`).
+    """
+    traces = [traces] if isinstance(traces, Trace) else list(traces)
+    labels = list(labels) if labels is not None else [describe(t) for t in traces]
+    if len(labels) != len(traces):
+        raise SelectionError(f"{len(labels)} label(s) for {len(traces)} trace(s)")
+    fig = plt.figure(figsize=(12, 0.6 + 2.9 * len(traces)), layout="constrained")
+    axes = fig.subplots(len(traces), 1, sharex=True, squeeze=False)[:, 0]
+    colour = KIND_COLORS["epilogue"]
+    for ax, tr, lbl in zip(axes, traces, labels, strict=True):
+        r = role or _tile_role(tr)
+        cols = tr.columns()
+        sel = (cols["kind"] == "tile") & (cols["role"] == r)
+        if not sel.any():
+            raise SelectionError(f"{lbl}: no tile spans of role {r!r}")
+        sm, s, e = cols["sm"][sel], cols["start_ns"][sel] / 1e3, cols["end_ns"][sel] / 1e3
+        order = np.lexsort((s, sm))
+        sm, s, e = sm[order], s[order], e[order]
+        nth = np.arange(len(sm)) - np.searchsorted(sm, sm)     # the tile's index on its SM
+        shade = np.where(nth % 2 == 0, 0.0, 0.45)
+        for lum in (0.0, 0.45):
+            m = shade == lum
+            ax.barh(sm[m], e[m] - s[m], left=s[m], height=0.85, color=_mix(colour, lum), linewidth=0)
+        late = tr.meta.get("late_start")
+        note = ""
+        if late:
+            ax.barh(np.arange(*late["sm_range"]), late["delay_ns"] / 1e3, left=0.0, height=0.85,
+                    color=IDLE_COLOR, hatch="xx", edgecolor="#BBBBBB", linewidth=0)
+            note = f" · hatched: SMs busy elsewhere until {late['delay_ns'] / 1e3:.1f} µs"
+        end = float(cols["end_ns"].max()) / 1e3
+        ax.axvline(end, color="black", ls="--", lw=1)
+        ax.text(end, 1.0, f" run ends {end:.1f} µs", transform=ax.get_xaxis_transform(), va="bottom",
+                fontsize=FONT)
+        per_sm = np.bincount(sm)
+        lo, hi = per_sm[per_sm > 0].min(), per_sm.max()
+        ax.set_title(f"{lbl} · {len(sm)} tiles of {r}, {lo if lo == hi else f'{lo}-{hi}'} per SM{note}",
+                     fontsize=FONT + 1.5, loc="left")
+        ax.set_ylabel("SM", fontsize=FONT)
+        ax.invert_yaxis()
+        ax.tick_params(labelsize=FONT)
+    axes[-1].set_xlabel("time (µs)", fontsize=FONT)
+    _save(fig, path)
+    return fig
+
+
 # -- overview -------------------------------------------------------------------------------
 def plot_overview(trace: Trace, path: str | Path | None = None, *, sms: Sequence[int] | None = None) -> Figure:
     """One figure with the defaults a user wants first.

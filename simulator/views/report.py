@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from simulator.kernels.scheduler import raster_for
 from simulator.machine.clocks import clock_label
+from simulator.machine.constants import KIND_LABELS
 
 
 def _gb(n: float) -> str:
@@ -45,6 +46,16 @@ def _other_clock(arch) -> str:
     return f"; --clock sustained: {sus.value:g} GHz (scales the time by {arch.clock_ghz.value / sus.value:.2f})"
 
 
+def late_start_text(late: dict) -> str:
+    """``SimResult.meta["late_start"]`` in words (``simulate(late_start=...)``)."""
+    a, b = late["sm_range"]
+    text = (f"the last {late['sms']} SM(s) free {late['delay_ns'] / 1e3:.2f} us after launch (late_start): "
+            f"{late['clusters']} cluster(s) on SMs {a}-{b - 1} start then")
+    if late.get("launched") is not None:
+        text += f"; CLC launched {late['launched']} of those clusters, with the grid's next clusters"
+    return text
+
+
 def format_result(res) -> str:
     cfg, arch = res.config, res.arch
     kernel = "SM100 TMA warp-specialized GEMM (seed)" if arch.sm_version == 100 else \
@@ -53,6 +64,9 @@ def format_result(res) -> str:
     out += describe_config(cfg)
     if res.knobs and not res.knobs.is_default:
         out.append("knobs      " + "; ".join(res.knobs.describe()))
+    late = res.meta.get("late_start")
+    if late:
+        out.append(f"late SMs   {late_start_text(late)}")
     out.append("")
     if res.deadlock is not None:
         out.append(res.deadlock.summary())
@@ -74,6 +88,12 @@ def format_result(res) -> str:
     out.append(f"{label:<19}{res.time_ns / 1e3:10.2f} us   ({res.cycles:,.0f} cycles at {clk:.3f} GHz"
                f" + {res.launch_overhead_ns / 1e3:.1f} us launch overhead)")
     out.append(f"clock              {clock_label(arch)}" + _other_clock(arch))
+    if res.clock_prediction:
+        p = res.clock_prediction
+        terms = ", ".join(f"{k} {v:.0f}" for k, v in p["breakdown"].items())
+        out.append(f"power              {p['power_w']:.0f} W ({terms}); the clock is held by the {p['limited_by']} "
+                   f"(the {p['model']} power model, clocks simulated: "
+                   f"{', '.join(f'{c:.3f}' for c in p['clocks_simulated'])} GHz; constants below)")
     if res.deadlock is None:
         out.append(f"throughput         {res.tflops:10.1f} TFLOP/s = {100 * res.peak_fraction:.1f}% of the tensor-core "
                    f"peak ({res.peak_tflops:.0f} TFLOP/s at {clk:.3f} GHz)")
@@ -111,7 +131,46 @@ def format_result(res) -> str:
     width = max(len(c.name) for c in res.constants)
     for c in res.constants:
         out.append(f"  {c.name:<{width}}  {c.value:>12g} {c.unit:<10} [{c.label}] {c.source}")
+    if res.clock_prediction:
+        out += ["", f"power model constants ({res.clock_prediction['model']}; --clock predicted)"]
+        pcs = res.clock_prediction["constants"]
+        pw = max(len(c["name"]) for c in pcs)
+        out += [f"  {c['name']:<{pw}}  {c['value']:>12g} {c['unit']:<10} [{KIND_LABELS.get(c['kind'], c['kind'])}] {c['source']}"
+                for c in pcs]
     out.append("")
     out.append(f"simulated {res.events or 'n/a'} events in {res.wall_s:.2f} s wall ({res.engine} engine"
                + (f"; {res.engine_note}" if res.engine_note else "") + ")")
     return "\n".join(out)
+
+
+def format_side_by_side(results: dict) -> str:
+    """A few finished runs (label -> :class:`~simulator.engine.SimResult`, e.g. one problem on B200 and
+    on H200) as one table: time, clock (and the power a predicted clock settled at), throughput,
+    tensor-core use, memory, bottleneck word; then each run's config and the bottleneck's numbers."""
+    from dataclasses import asdict
+
+    from simulator.engine.bottleneck import classify
+    from simulator.engine.tune import describe_config as one_line
+
+    def row(name: str, f) -> str:
+        return f"{name:<20}" + "".join(f"{f(r):>{w}}" for r, w in zip(results.values(), widths, strict=True))
+
+    widths = [max(26, len(k) + 2) for k in results]
+    lines = [f"{'':<20}" + "".join(f"{k:>{w}}" for k, w in zip(results, widths, strict=True))]
+    lines += [
+        row("arch", lambda r: f"{r.arch.name} (sm_{r.arch.sm_version}), {r.arch.sm_count.value:g} SMs"),
+        row("predicted time", lambda r: f"{r.time_ns / 1e3:.2f} us" if r.deadlock is None else "deadlock"),
+        row("clock", lambda r: f"{r.arch.clock_ghz.value:.3f} GHz"),
+        *([row("predicted power", lambda r: (f"{r.clock_prediction['power_w']:.0f} W, {r.clock_prediction['limited_by']}"
+                                              if r.clock_prediction else "-"))]
+          if any(r.clock_prediction for r in results.values()) else []),
+        row("throughput", lambda r: f"{r.tflops:.1f} TFLOP/s"),
+        row("of the peak", lambda r: f"{100 * r.peak_fraction:.1f}% of {r.peak_tflops:.0f}"),
+        row("tensor cores busy", lambda r: f"{100 * r.tensor_core_utilization:.1f}%"),
+        row("HBM read+write", lambda r: f"{_gb(r.hbm_bytes)} (x{r.hbm_bytes / max(1, r.compulsory_bytes):.2f})"),
+        row("L2 hit rate", lambda r: f"{100 * r.l2_hit_rate:.1f}%"),
+        row("bottleneck", lambda r: classify(r).name if r.deadlock is None else "-"),
+    ]
+    configs = [f"  {k}: {one_line(asdict(r.config))}" for k, r in results.items()]
+    details = [f"  {k}: {classify(r).detail}" for k, r in results.items() if r.deadlock is None]
+    return "\n".join(lines + ["", "configs:"] + configs + ["", "bottleneck numbers:"] + details)

@@ -270,6 +270,16 @@ def progress_for(cfg, max_events: int | None, stream: TextIO | None = None) -> P
     return ProgressReporter(stream)
 
 
+def run_clock(clock_text, arch: ArchSpec) -> str | None:
+    """The ``clock`` to pass to ``simulate`` for ``--clock clock_text`` (already applied to ``arch``
+    unless it is "predicted"), or, with no ``--clock``, the arch's default: "predicted" on the archs
+    whose power model was checked (:func:`simulator.machine.clocks.default_clock`), else None."""
+    from simulator.machine.clocks import default_clock, parse_clock
+    if clock_text is not None:
+        return "predicted" if parse_clock(clock_text) == "predicted" else None
+    return "predicted" if default_clock(arch) == "predicted" else None
+
+
 def run_simulation(cfg, arch: ArchSpec, *, knobs: ProtocolKnobs | None = None, max_events: int | None,
                    **kw) -> Any:
     """``simulate()`` with an up-front estimate and progress on stderr for a long run."""
@@ -299,6 +309,10 @@ def add_batch_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--max-events", metavar="N", help="event budget of each run (a config over it becomes an error "
                    "row; 0 = no limit; default: simulate's, as for wsim simulate)")
     s.add_argument("--engine", default=None, help="simulation engine: fast or reference (default: simulate's)")
+    s.add_argument("--clock", default=None, metavar="predicted|max|sustained|GHz",
+                   help="SM clock: predicted (each config at the clock the power controller settles on for it, "
+                        "from its simulated activity: the default on h200), max (the spec clock: the default on "
+                        "b200), sustained, or a number of GHz")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -313,8 +327,15 @@ def batch_options(args) -> tuple[ArchSpec, dict]:
     if args.engine is not None and args.engine not in ("fast", "reference"):
         raise ConfigError(f"--engine={args.engine!r}: unknown; valid: fast, reference")
     arch = arch_from_args(args.arch, args.arch_set)
+    if args.clock is not None and arch.clock_ghz.kind == "override":
+        raise ConfigError(f"--clock {args.clock} and --arch-set clock_ghz: give the clock once")
+    clock = run_clock(args.clock, arch)
+    if args.clock is not None and clock is None:
+        from simulator.machine.clocks import with_clock
+        arch = with_clock(arch, args.clock)
     return arch, {"workers": workers, "backend": args.backend, "ray_address": args.ray_address,
-                  "max_events": max_events, "engine": args.engine, "progress": not args.no_progress}
+                  "max_events": max_events, "engine": args.engine, "progress": not args.no_progress,
+                  "clock": clock}
 
 
 def note_core() -> None:

@@ -33,7 +33,6 @@ from simulator.engine.sweep import (
     run_sweep,
 )
 from simulator.engine.tune import EXTRA_COLUMNS as TUNE_COLUMNS
-from simulator.engine.tune import describe_config
 from simulator.errors import ConfigError
 from simulator.kernels.config_io import config_from_mapping
 from simulator.kernels.sm90_config import Sm90GemmConfig
@@ -125,18 +124,14 @@ def run_sweep_cmd(args) -> int:
         return code
     bad = [r for r in rows if not r.ok]
     print(f"wsim sweep: {len(configs)} config(s) on {arch.name}")
-    print("\n".join(provenance_lines(arch_provenance(arch))))
+    print("\n".join(provenance_lines(arch_provenance(arch, opts["clock"]))))
     print()
     if args.out:
         where = "" if out_format(args.out) == ".json" else f"; constants in {constants_path(args.out)}"
         print(f"{len(rows)} rows written to {args.out} ({len(bad)} with an error{where})")
     else:
-        print(f"{'#':>4} {'time us':>10} {'TFLOP/s':>8}  {'bottleneck':<17}  config / error")
-        for r in rows:
-            if r.ok:
-                print(f"{r.index:>4} {r.time_us:>10.2f} {r.tflops:>8.1f}  {r.bottleneck:<17}  {describe_config(r.config)}")
-            else:
-                print(f"{r.index:>4} {'-':>10} {'-':>8}  {'error':<17}  {r.error}")
+        from simulator.views.sweep_view import rows_table  # (matplotlib loads only here)
+        print(rows_table(rows))
     internal = [r for r in bad if r.error.startswith("internal error")]
     if internal:
         print(f"wsim: {len(internal)} config(s) hit an internal error of the simulator, e.g. row {internal[0].index}: "

@@ -64,6 +64,11 @@ class SimOutcome:
     engine: str
     ok: bool
     error: str = ""
+    # what the power model needs of the run (validation.accuracy.clock)
+    tc_busy: float = 0.0        # tensor-core busy fraction of the makespan
+    sms: int = 0                # SMs the run used
+    l2_bytes: int = 0           # L2 -> SM loads plus the stores (every byte through L2)
+    hbm_bytes: int = 0
 
 
 class SimCache:

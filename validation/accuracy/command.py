@@ -113,6 +113,8 @@ def run_accuracy(args) -> int:
         (out / "accuracy.md").write_text(text + "\n")
         data = results_json(results, command=command, engine=args.engine)
         (out / "accuracy.json").write_text(json.dumps(data, indent=1, default=float) + "\n")
+        from simulator.views.plot_cli import use_headless_backend
+        use_headless_backend()
         from simulator.views.accuracy_plot import accuracy_scatter
         accuracy_scatter([(r.ds.name, r.measured_us[r.keep], r.wsim_us[r.keep]) for r in results if r.rows],
                          out / "accuracy.png")

@@ -8,8 +8,10 @@ listed in ``DataSet.skipped`` with the reason, never dropped silently.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +50,9 @@ class DataSet:
     derived: tuple[DerivedConstant, ...] = ()
     baseline_names: tuple[str, ...] = ()
     class_title: str = "row class"      # what ``Row.row_class`` classifies by
+    #: The campaign's config order per phase (H200): its rows are also scored at the clock the power
+    #: model predicts for them in the campaign's conditions (:mod:`.clock`).
+    campaign_plan: dict[str, list[str]] | None = None
     #: Measurements from a public repository that we read but do not commit: written results keep
     #: the scores and the per-row ratios, not the measured times or the published predictions.
     external: bool = False
@@ -174,6 +179,8 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         ds.skipped.append(f"no H200 campaign: {e}")
         return ds
     env = campaign[0].get("env", {}) if campaign else {}
+    plan = json.loads(Path(src).read_text()).get("plan", {})
+    ds.campaign_plan = {ph: list(p["configs"]) for ph, p in plan.items() if isinstance(p, dict) and "configs" in p}
     ds.source = (f"{src}: {env.get('device')}, driver {env.get('driver')}, CuTe DSL {env.get('nvidia_cutlass_dsl')}, "
                  f"{env.get('date_utc')}, `{env.get('command')}`; median CUDA-event time of launches queued "
                  "behind a busy kernel; each row simulated at its in-kernel clock")
@@ -192,7 +199,8 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
                            _h200_class(cfg), cfg, arch, float(row["event_us"]),
                            measured={"event_minus_span_us": float(row["event_minus_span_us"])},
                            est_events=estimate_events(cfg.resolved(arch)),
-                           classes=_h200_classes(cfg, float(row["event_us"]))))
+                           classes={**_h200_classes(cfg, float(row["event_us"])),
+                                    **({"campaign class": row["cls"]} if row.get("cls") else {})}))
     return ds
 
 

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simulator.kernels.roofline import roofline
+
 from .baselines import baseline_predictions
 from .cache import SimCache, SimOutcome
+from .clock import campaign_clocks
 from .datasets import DataSet, Row
 from .fitting import FoldPlan, Surrogate, plan_folds
 from .scoring import common_rows
@@ -27,6 +30,19 @@ def time_us(outcome: SimOutcome, arch) -> float:
     if not outcome.ok:
         return float("nan")
     return (outcome.cycles / arch.clock_ghz.value + arch.launch_overhead_ns.value) / 1e3
+
+
+@dataclass
+class ClockResult:
+    """The rows scored with no measured clock: each at the clock the power model predicts for it in the
+    campaign's conditions (``stream_ghz``), simulated there; ``alone_ghz``: each kernel's own clock."""
+
+    measured_ghz: np.ndarray
+    stream_ghz: np.ndarray
+    alone_ghz: np.ndarray
+    wsim_us: np.ndarray
+    roofline_us: np.ndarray
+    outcomes: list[SimOutcome]
 
 
 @dataclass
@@ -45,6 +61,7 @@ class DataSetResult:
     left_out: list[str]
     notes: list[str] = field(default_factory=list)
     surrogate_runs: int = 0
+    clock: ClockResult | None = None
 
     @property
     def measured_us(self) -> np.ndarray:
@@ -100,7 +117,35 @@ def evaluate_dataset(ds: DataSet, rows: list[Row], subset: str, *, cache: SimCac
     for i, o in enumerate(scored):
         if not o.ok:
             reasons[i] = f"the simulation failed: {o.error}"
+    clock = predicted_clock(ds, rows, scored, scored_arch, cache=cache, engine=engine, procs=procs, log=log) \
+        if ds.campaign_plan else None
     labels = [r.label for r in rows]
-    keep, left_out = common_rows({"wsim": wsim, **base}, labels, {"wsim": reasons, **base_reasons})
+    preds = {"wsim": wsim, **base}
+    if clock is not None:
+        preds["wsim at the predicted clock"] = clock.wsim_us
+        reasons_clock = {i: "no predicted clock (its config is not in the campaign plan)"
+                         for i in np.flatnonzero(~np.isfinite(clock.stream_ghz))}
+        base_reasons["wsim at the predicted clock"] = reasons_clock
+    keep, left_out = common_rows(preds, labels, {"wsim": reasons, **base_reasons})
     return DataSetResult(ds, rows, subset, wsim, dev, scored_arch, scored, shipped, base, plan, keep, left_out,
-                         notes, len(sur_jobs))
+                         notes, len(sur_jobs), clock)
+
+
+def predicted_clock(ds: DataSet, rows: list[Row], scored: list[SimOutcome], scored_arch: list, *, cache: SimCache,
+                    engine: str, procs: int, log) -> ClockResult:
+    """Every row at the clock the power model predicts for it in the campaign (its fold's launch term)."""
+    stream, alone = campaign_clocks(rows, scored, ds.campaign_plan)
+    archs = [a.with_overrides({"clock_ghz": round(float(c), 4)}, origin="predicted by the power model in the "
+                              "campaign's conditions") if np.isfinite(c) else a for a, c in zip(scored_arch, stream,
+                                                                                             strict=True)]
+    todo = [i for i, c in enumerate(stream) if np.isfinite(c)]
+    outs = iter(simulate_jobs([SimJob(rows[i].config, archs[i], rows[i].est_events) for i in todo], cache=cache,
+                              engine=engine, procs=procs, log=log))
+    got = dict(zip(todo, outs, strict=False))
+    failed = SimOutcome(float("nan"), float("nan"), 0, 0.0, engine, False, "no predicted clock")
+    outcomes = [got.get(i, failed) for i in range(len(rows))]
+    wsim = np.array([time_us(o, a) for o, a in zip(outcomes, archs, strict=True)])
+    roof = np.array([roofline(r.config, a).time_ns / 1e3 + a.launch_overhead_ns.value / 1e3 if np.isfinite(c)
+                     else np.nan for r, a, c in zip(rows, archs, stream, strict=True)])
+    measured = np.array([r.arch.clock_ghz.value for r in rows])
+    return ClockResult(measured, stream, alone, wsim, roof, outcomes)

@@ -33,6 +33,14 @@ def scores(res: DataSetResult, sel: np.ndarray | None = None) -> dict[str, Score
     return {n: Score.of(p[k], meas) for n, p in res.predictors().items()}
 
 
+def clock_json(res: DataSetResult) -> dict | None:
+    if res.clock is None:
+        return None
+    k = res.keep
+    return {"clock_errors": {n: clock_errors(p, res.clock.measured_ghz[k]) for n, p in clock_predictors(res).items()},
+            "scores": {n: asdict(Score.of(p[k], res.measured_us[k])) for n, p in predicted_time_predictors(res).items()}}
+
+
 def _headline(res: DataSetResult) -> list[str]:
     lines = ["| predictor | rows | MAPE | max error | signed bias | Spearman |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
@@ -68,6 +76,64 @@ def _by_class(res: DataSetResult) -> list[str]:
             sc = scores(res, cls_of == c)
             n = next(iter(sc.values())).n
             lines.append(f"| {c} | {n} | " + " | ".join(_fmt(s.mape) for s in sc.values()) + " |")
+        lines.append("")
+    return lines
+
+
+def clock_errors(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
+    e = np.abs(np.asarray(pred, float) / meas - 1.0)
+    return {"rows": int(e.size), "median": 100 * float(np.median(e)), "p90": 100 * float(np.percentile(e, 90)),
+            "max": 100 * float(e.max()), "mean": 100 * float(e.mean())}
+
+
+def clock_predictors(res: DataSetResult) -> dict[str, np.ndarray]:
+    """Clock predictions on the scored rows: the model's, and the one-clock baselines."""
+    c, k = res.clock, res.keep
+    meas = c.measured_ghz[k]
+    grid = np.arange(1.0, 1.981, 0.005)
+    best = float(grid[np.argmin([np.mean(np.abs(g / meas - 1)) for g in grid])])
+    return {"power model, in the campaign's stream": c.stream_ghz[k],
+            "power model, each kernel alone (--clock predicted)": c.alone_ghz[k],
+            f"one fixed clock, the best in hindsight ({best:.3f} GHz; chosen on these rows)": np.full(meas.size, best),
+            "the documented --clock sustained (1.30 GHz)": np.full(meas.size, 1.30),
+            "the spec maximum (1.98 GHz)": np.full(meas.size, 1.98)}
+
+
+def predicted_time_predictors(res: DataSetResult) -> dict[str, np.ndarray]:
+    out = {"wsim at the predicted clock": res.clock.wsim_us, "roofline at the predicted clock": res.clock.roofline_us}
+    out.update({n: v for n, v in res.baselines.items() if n.startswith("nvMatmulHeuristics")})
+    out["wsim at the measured clock (for reference)"] = res.wsim_us
+    return out
+
+
+def _predicted_clock(res: DataSetResult) -> list[str]:
+    if res.clock is None:
+        return []
+    k, meas = res.keep, res.measured_us[res.keep]
+    lines = ["### With the predicted clock: no measured clock used", "",
+             "Each row's clock predicted by the shipped power model (`simulator/machine/power.py`) from the "
+             "simulated activity of the kernels the campaign ran around it, and the row simulated at that clock:", "",
+             "| clock predictor | rows | median error | p90 | max | mean |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, pred in clock_predictors(res).items():
+        e = clock_errors(pred, res.clock.measured_ghz[k])
+        lines.append(f"| {name} | {e['rows']} | {e['median']:.2f}% | {e['p90']:.2f}% | {e['max']:.1f}% | {e['mean']:.2f}% |")
+    lines += ["", "| predictor | rows | MAPE | max error | signed bias | Spearman |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, pred in predicted_time_predictors(res).items():
+        sc = Score.of(pred[k], meas)
+        lines.append(f"| {name} | {sc.n} | {_fmt(sc.mape)} | {_fmt(sc.max_err)} | {_fmt(sc.bias)} | {_fmt(sc.spearman, False)} |")
+    lines.append("")
+    for dim, cls_of in class_dimensions(res).items():
+        classes = sorted(set(cls_of[k]))
+        if len(classes) < 2:
+            continue
+        lines += [f"By {dim}, with the predicted clock:", "", f"| {dim} | rows | clock error (median) | wsim MAPE | "
+                  "roofline MAPE | wsim MAPE at the measured clock |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for c in classes:
+            sel = k & (cls_of == c)
+            e = clock_errors(res.clock.stream_ghz[sel], res.clock.measured_ghz[sel])
+            m = res.measured_us[sel]
+            w, r, w0 = (Score.of(p[sel], m).mape for p in (res.clock.wsim_us, res.clock.roofline_us, res.wsim_us))
+            lines.append(f"| {c} | {int(sel.sum())} | {e['median']:.2f}% | {_fmt(w)} | {_fmt(r)} | {_fmt(w0)} |")
         lines.append("")
     return lines
 
@@ -137,7 +203,7 @@ def format_dataset(res: DataSetResult) -> list[str]:
         return lines + [f"Not run: {'; '.join(ds.skipped) or 'no rows'}", ""]
     lines += [f"Source: {ds.source}", "", f"Rows: {res.subset}; scored: {int(res.keep.sum())}, every predictor on "
               "the same rows.", ""]
-    lines += _headline(res) + _by_class(res) + _constants(res)
+    lines += _headline(res) + _by_class(res) + _predicted_clock(res) + _constants(res)
     lines += _listing("Rows left out of every predictor's score", res.left_out)
     lines += _listing("Rows the loader did not use", ds.skipped)
     lines += _worst(res)
@@ -170,6 +236,10 @@ def _row_json(res: DataSetResult, i: int) -> dict:
            "scored": bool(res.keep[i]),
            "cycles": res.scored[i].cycles, "wsim_us": res.wsim_us[i], "constants": res.fold_constants(i),
            "shipped_us": res.dev_us[i]}
+    if res.clock is not None:
+        row.update({"clock_measured_ghz": res.clock.measured_ghz[i], "clock_predicted_ghz": res.clock.stream_ghz[i],
+                    "clock_alone_ghz": res.clock.alone_ghz[i], "wsim_predicted_clock_us": res.clock.wsim_us[i],
+                    "roofline_predicted_clock_us": res.clock.roofline_us[i]})
     if res.ds.external:
         row.update({"wsim_ratio": res.wsim_us[i] / meas,
                     **{f"{b}_ratio": v[i] / meas for b, v in res.baselines.items()}})
@@ -193,6 +263,7 @@ def results_json(results: list[DataSetResult], *, command: str, engine: str) -> 
                                    for c in sorted(set(cls_of))}
                              for dim, cls_of in class_dimensions(res).items()},
                 "constants": ({"all_rows": res.plan.all_rows, "folds": res.plan.folds} if res.plan else None),
+                "predicted_clock": clock_json(res),
                 "left_out": res.left_out, "notes": [*res.ds.notes, *res.notes],
                 "rows": [_row_json(res, i) for i in range(len(res.rows))]})
         out["datasets"][res.ds.name] = d

@@ -28,7 +28,9 @@ def _simulate_one(args) -> tuple[str, SimOutcome]:
                                f"{type(e).__name__}: {e}")
     ok = res.ok
     return key, SimOutcome(res.cycles, res.cycles / job.arch.clock_ghz.value / 1e3, res.events, res.wall_s,
-                           res.engine, ok, "" if ok else f"deadlock or protocol violations ({res.violation_count})")
+                           res.engine, ok, "" if ok else f"deadlock or protocol violations ({res.violation_count})",
+                           res.tensor_core_utilization, max((r.ctas for r in res.role_times), default=0),
+                           res.l2_load_bytes + res.hbm_write_bytes, res.hbm_bytes)
 
 
 def simulate_jobs(jobs: list[SimJob], *, cache: SimCache, engine: str = "fast", procs: int = 0,
