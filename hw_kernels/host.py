@@ -19,10 +19,13 @@ from simulator.errors import ConfigError
 
 from . import records as R
 from .rules import can_implement
-from .schedule import StaticSchedule, ceil_div, static_schedule
+from .schedule import StaticSchedule, ceil_div, static_schedule, stream_k_schedule
 
 #: KernelConfig.name() of an uninstrumented kernel.
-_NAME = re.compile(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?$")
+_NAME = re.compile(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?"
+                   r"(?:_d(h|sk|s\d+))?(_nd)?$")
+#: Name tags of the stream-K scheduler's decompositions (KernelConfig.name()).
+_DECOMP_TAGS = {"heuristic": "h", "stream_k": "sk"}
 
 #: Persistent clusters that fit at once on an H200 (132 SMs), by cluster size, used when no GPU is
 #: there to ask (CPU compiles). On the GPU the DSL's HardwareInfo answers.
@@ -46,6 +49,21 @@ class KernelConfig:
     epilogue_store_stages: int = 4
     instrument: int = R.LEVEL_OFF
     instrument_roles: str = "all"  # diagnostics: which roles write K-block records (level >= 2)
+    # The stream-K scheduler (simulator.kernels.stream_k; "data_parallel": the static scheduler).
+    decomposition: str = "data_parallel"
+    splits: int = 1
+    reduction: str = "deterministic"
+
+    @property
+    def stream_k(self) -> bool:
+        """Whether the kernel runs the stream-K scheduler's work table (and its fixup)."""
+        return self.decomposition != "data_parallel"
+
+    def _decomp_tag(self) -> str:
+        if not self.stream_k:
+            return ""
+        tag = _DECOMP_TAGS.get(self.decomposition, f"s{self.splits}")
+        return f"_d{tag}" + ("_nd" if self.reduction == "nondeterministic" else "")
 
     def name(self) -> str:
         lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-kblock-epi",
@@ -55,7 +73,7 @@ class KernelConfig:
         lvl += "" if self.instrument_roles == "all" else f"-{self.instrument_roles}"
         sched = "" if self.schedule == "cooperative" else "_pp"
         return (f"{self.tile_m}x{self.tile_n}x{self.tile_k}{sched}_c{self.cluster_m}x{self.cluster_n}"
-                f"_r{self.raster[0]}_sw{self.swizzle}_e{self.epilogue_tile_n}{st}{lvl}")
+                f"_r{self.raster[0]}_sw{self.swizzle}_e{self.epilogue_tile_n}{st}{self._decomp_tag()}{lvl}")
 
     @classmethod
     def from_name(cls, name: str) -> KernelConfig | None:
@@ -64,17 +82,33 @@ class KernelConfig:
         mt = _NAME.match(name)
         if mt is None:
             return None
-        tm, tn, tk, pp, cm, cn, r, sw, en, st, sst = mt.groups()
+        tm, tn, tk, pp, cm, cn, r, sw, en, st, sst, dec, nd = mt.groups()
+        decomposition, splits = "data_parallel", 1
+        if dec:
+            inv = {v: k for k, v in _DECOMP_TAGS.items()}
+            decomposition = inv.get(dec, "split_k")
+            splits = int(dec[1:]) if decomposition == "split_k" else 1
         return cls(tile_m=int(tm), tile_n=int(tn), tile_k=int(tk), cluster_m=int(cm), cluster_n=int(cn),
                    schedule="pingpong" if pp else "cooperative",
                    raster={"h": "heuristic", "m": "m", "n": "n"}[r], swizzle=int(sw),
                    epilogue_tile_n=int(en), mainloop_stages=int(st) if st else None,
-                   epilogue_store_stages=int(sst) if sst else 4)
+                   epilogue_store_stages=int(sst) if sst else 4, decomposition=decomposition, splits=splits,
+                   reduction="nondeterministic" if nd else "deterministic")
 
     def compile_key(self) -> KernelConfig:
         """The fields one compiled kernel serves: raster and swizzle are run-time arguments of the
-        kernel (``StaticSchedule.kernel_args()``), so every raster and swizzle share one compile."""
-        return replace(self, raster="heuristic", swizzle=1)
+        kernel (``StaticSchedule.kernel_args()``), so every raster and swizzle share one compile; so
+        are the stream-K scheduler's units (its work table), so every stream-K decomposition shares one
+        compile per reduction mode."""
+        key = replace(self, raster="heuristic", swizzle=1)
+        if self.stream_k:
+            key = replace(key, decomposition="stream_k", splits=1)
+        return key
+
+    def stream_k_for(self, m: int, n: int, k: int):
+        """The stream-K work table of this config on problem (m, n, k) (``StreamKSchedule``)."""
+        return stream_k_schedule(m, n, k, self.tile_m, self.tile_n, self.tile_k, self.cluster_m, self.cluster_n,
+                                 self.raster, self.swizzle, self.decomposition, self.splits, self.reduction)
 
     def schedule_for(self, m: int, n: int) -> StaticSchedule:
         return static_schedule(m, n, self.tile_m, self.tile_n, self.cluster_m, self.cluster_n, self.raster,
@@ -181,6 +215,7 @@ def compile_sm90(cfg: KernelConfig, dtype: str = "fp16", m: int = 512, n: int = 
     b = torch.empty(n, k, dtype=td, device=dev)
     c = torch.empty(m, n, dtype=td, device=dev)
     trace = torch.empty(8, dtype=torch.int32, device=dev)
+    work, workspace, flags = _stream_k_buffers(None, dev)
     kern = Sm90TmaWsGemm(**cfg.asdict())
     mac = max_active_clusters(cfg.cluster_m * cfg.cluster_n)
     if gpu:
@@ -199,13 +234,27 @@ def compile_sm90(cfg: KernelConfig, dtype: str = "fp16", m: int = 512, n: int = 
     opts = " ".join(opts) or None
     sched = [cutlass.Int32(x) for x in cfg.schedule_for(m, n).kernel_args()]
     fn = cute.compile(kern, to_cute(a), to_cute(b), to_cute(c), to_cute(trace, 32), cutlass.Int32(8), *sched,
-                      mac, stream, options=opts)
+                      to_cute(work), to_cute(workspace), to_cute(flags), cutlass.Int32(1), mac, stream, options=opts)
     ptx = ""
     try:
         ptx = fn.artifacts.PTX or ""
     except Exception:
         pass
     return Compiled(cfg, dtype, fn, mac, getattr(kern, "stages", -1), ptx)
+
+
+def _stream_k_buffers(sk, device: str):
+    """(work table, workspace, flags) tensors of a stream-K schedule ``sk``, or 8-element placeholders
+    (``sk`` None: the data-parallel kernel never reads them). The flags start at 0 (CUTLASS
+    ``initialize_workspace`` zeroes them); the final split of each tile sets its flags back to 0, so
+    the same buffers serve every later launch."""
+    import torch
+    if sk is None:
+        return (torch.zeros(8, dtype=torch.int32, device=device), torch.zeros(8, dtype=torch.float32, device=device),
+                torch.zeros(8, dtype=torch.int32, device=device))
+    work = torch.tensor(sk.flat() + [0] * 8, dtype=torch.int32, device=device)
+    return (work, torch.zeros(max(8, sk.workspace_floats), dtype=torch.float32, device=device),
+            torch.zeros(max(8, sk.flags), dtype=torch.int32, device=device))
 
 
 class Runner:
@@ -226,16 +275,24 @@ class Runner:
         self._stream = None
         self.slots = 0
 
-    def grid_ctas(self, m: int, n: int) -> int:
+    def _persistent(self, m: int, n: int, k: int) -> tuple[int, int]:
+        """(persistent clusters launched, tiles (stream-K: segments) the busiest one computes)."""
         cfg = self.config
+        if cfg.stream_k:
+            sk = cfg.stream_k_for(m, n, k)
+            # a segment writes up to three records (tile, fixup; the producer one): count it as two tiles
+            return min(sk.clusters, self.c.max_active_clusters), 2 * sk.max_segments
         clusters = cfg.schedule_for(m, n).clusters
-        return min(clusters, self.c.max_active_clusters) * cfg.cluster_m * cfg.cluster_n
+        p = min(clusters, self.c.max_active_clusters)
+        return p, ceil_div(clusters, p)
+
+    def grid_ctas(self, m: int, n: int, k: int = 64) -> int:
+        cfg = self.config
+        return self._persistent(m, n, k)[0] * cfg.cluster_m * cfg.cluster_n
 
     def capacity(self, m: int, n: int, k: int) -> int:
         cfg = self.config
-        clusters = cfg.schedule_for(m, n).clusters
-        p = min(clusters, self.c.max_active_clusters)
-        tiles_per_cta = ceil_div(clusters, p)
+        tiles_per_cta = self._persistent(m, n, k)[1]
         return R.slice_capacity(tiles_per_cta, ceil_div(k, cfg.tile_k), cfg.tile_n // cfg.epilogue_tile_n,
                                 cfg.instrument)
 
@@ -259,7 +316,7 @@ class Runner:
         self.slots = max(1, int(slots))
         if self.config.instrument:
             cap = self.capacity(m, n, k)
-            self.words_per_slot = self.grid_ctas(m, n) * R.ROLES_PER_CTA * cap * R.RECORD_WORDS
+            self.words_per_slot = self.grid_ctas(m, n, k) * R.ROLES_PER_CTA * cap * R.RECORD_WORDS
         else:
             cap = 1
             self.words_per_slot = 8
@@ -270,11 +327,24 @@ class Runner:
         self._stream = cuda.CUstream(self.torch_stream.cuda_stream)
         self.schedule = self.config.schedule_for(m, n)
         sched = [cutlass.Int32(x) for x in self.schedule.kernel_args()]
+        self.stream_k = self.config.stream_k_for(m, n, k) if self.config.stream_k else None
+        stride = 1
+        if self.stream_k is not None:
+            sk = self.stream_k
+            if sk.clusters > self.c.max_active_clusters:
+                raise ConfigError(f"{self.config.name()} on {m}x{n}x{k}: the stream-K units need {sk.clusters} "
+                                  f"co-resident clusters, the GPU holds {self.c.max_active_clusters} (peers spin "
+                                  "on each other's flags)")
+            sched[2] = cutlass.Int32(sk.clusters)
+            stride = sk.row_words
+        self._sk_buffers = _stream_k_buffers(self.stream_k, str(a.device))
+        work, workspace, flags = (to_cute(t) for t in self._sk_buffers)
         abc = (to_cute(a), to_cute(b), to_cute(c))
         self._args, self._exe, self._keep = [], [], []
         for s in range(self.slots):
             tr = self._trace_view(s)
-            args = (*abc, to_cute(tr, 32), cutlass.Int32(cap), *sched, self._stream)
+            args = (*abc, to_cute(tr, 32), cutlass.Int32(cap), *sched, work, workspace, flags,
+                    cutlass.Int32(stride), self._stream)
             self._args.append(args)
             if fast:
                 exe, adapted = self.c.fn.generate_execution_args(*args)

@@ -76,10 +76,17 @@ C_EPI = 22        # (level 3) consumer WG, per epilogue subtile (index = subtile
 C_STORE_TAIL = 23  # store thread at exit: w2 = start, w3 = all TMA stores complete (wait_group 0)
 C_ORDER = 24      # ping-pong, per tile: math-order waits: w2 = mainloop-turn wait start, w3 = its end,
                   # w4 = epilogue-turn wait start (accumulator ready), w5 = its end
+C_FIXUP = 25      # stream-K / split-K, per split tile and consumer WG (stage = FIXUP_STORE / _REDUCE / _LOAD,
+                  # index = the split's first K-block): w2 = fixup start (accumulator ready), w3 = flag wait
+                  # done, w4 = done (partials stored / added and the flag raised, or loaded and added),
+                  # w5 = flag index, w6 = the split's K-blocks
+#: What a C_FIXUP record's split did (its ``stage`` field).
+FIXUP_STORE, FIXUP_REDUCE, FIXUP_LOAD = 0, 1, 2
 
 KIND_NAMES: dict[int, str] = {
     HEADER: "HEADER", FOOTER: "FOOTER", P_KBLOCK: "P_KBLOCK", P_TILE: "P_TILE", P_TAIL: "P_TAIL",
     C_KBLOCK: "C_KBLOCK", C_TILE: "C_TILE", C_EPI: "C_EPI", C_STORE_TAIL: "C_STORE_TAIL", C_ORDER: "C_ORDER",
+    C_FIXUP: "C_FIXUP",
 }
 
 

@@ -11,11 +11,33 @@ import math
 
 from . import records as R
 
+#: The stream-K scheduler's decompositions the twin runs (CUTLASS DecompositionMode; "data_parallel": the
+#: static scheduler) and its reduction modes.
+DECOMPOSITIONS = ("data_parallel", "heuristic", "split_k", "stream_k")
+REDUCTIONS = ("deterministic", "nondeterministic")
+
 
 def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle,
-                    epilogue_tile_n, epilogue_store_stages, instrument) -> list[str]:
+                    epilogue_tile_n, epilogue_store_stages, instrument, decomposition="data_parallel", splits=1,
+                    reduction="deterministic") -> list[str]:
     """Rules of this kernel on its configuration (each broken rule named with its value)."""
     p = []
+    if decomposition not in DECOMPOSITIONS:
+        p.append(f"decomposition={decomposition!r}: must be one of {', '.join(DECOMPOSITIONS)}")
+    elif decomposition != "data_parallel":
+        if schedule != "cooperative":
+            p.append(f"decomposition={decomposition!r} with schedule={schedule!r}: the stream-K scheduler runs "
+                     "in the cooperative kernel only (CUTLASS: ping-pong does not support stream-K)")
+        if instrument in (R.LEVEL_KBLOCK, R.LEVEL_EPILOGUE):
+            p.append(f"instrument={instrument} with decomposition={decomposition!r}: the stream-K kernel writes "
+                     "tile, fixup and span records only (levels 0, 1, 4)")
+    if reduction not in REDUCTIONS:
+        p.append(f"reduction={reduction!r}: must be one of {', '.join(REDUCTIONS)}")
+    if not isinstance(splits, int) or splits < 1:
+        p.append(f"splits={splits!r}: must be an integer >= 1")
+    elif splits > 1 and decomposition not in ("heuristic", "split_k"):
+        p.append(f"splits={splits} with decomposition={decomposition!r}: a split count > 1 needs the heuristic or "
+                 "split-K decomposition (CUTLASS can_implement)")
     if schedule not in ("cooperative", "pingpong"):
         p.append(f"schedule={schedule!r}: must be 'cooperative' or 'pingpong'")
     if tile_m != 128:

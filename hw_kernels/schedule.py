@@ -201,3 +201,74 @@ def clc_schedule(m: int, n: int, mma_tile_m: int, mma_tile_n: int, atom_thr_m: i
         raise ConfigError(f"raster={raster!r}: the launch grid's y would be {gy * cluster_n} CTAs, more than "
                           f"{GRID_Y_LIMIT} (problem {m}x{n}: use the other raster)")
     return ClcSchedule(raster, swizzle.bit_length() - 1, gx, gy, cluster_m, cluster_n, l)
+
+
+# ------------------------------------------------------------------ SM90: stream-K / split-K work table
+#: int32 words per segment of the stream-K work table: cluster tile along M, along N, first K tile,
+#: K tiles, tile id (the decomposition's cluster tile index: names the fixup flags and workspace slices).
+SEGMENT_WORDS = 5
+
+
+@dataclass(frozen=True)
+class StreamKSchedule:
+    """The SM90 twin's stream-K / split-K work, computed on the host by the model's decomposition
+    (``simulator.kernels.stream_k``, CUTLASS's PersistentTileSchedulerSm90StreamK) and handed to the
+    kernel as a table: row ``p`` (persistent cluster ``p``) = ``[segments, (cm, cn, k0, kn, tile) x
+    segments, padding]``, the segments of units ``p, p + clusters, ...`` in the order the units compute
+    them. ``flags``: fixup flags (one per CTA tile and consumer warpgroup), ``workspace_floats``: the
+    partial-accumulator workspace (64 x tile_n floats per flag)."""
+
+    table: tuple[tuple[int, ...], ...]
+    clusters: int
+    row_words: int
+    flags: int
+    workspace_floats: int
+    k_tiles: int
+    max_segments: int
+    summary: str
+
+    def flat(self) -> list[int]:
+        return [w for row in self.table for w in row]
+
+
+def stream_k_schedule(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: int, cluster_m: int,
+                      cluster_n: int, raster: str, swizzle: int, decomposition: str, splits: int = 1,
+                      reduction: str = "deterministic") -> StreamKSchedule:
+    """The work table of the twin for one problem (the model's units on the H200 with the DSL's
+    launcher: the persistent grid is the clusters the H200 co-schedules)."""
+    from simulator.kernels.scheduler import StreamKTileScheduler
+    from simulator.kernels.sm90_config import Sm90GemmConfig
+    from simulator.kernels.stream_k import for_config
+    from simulator.machine.arch import get_arch
+
+    arch = get_arch("h200")
+    cfg = Sm90GemmConfig(m=m, n=n, k=k, dtype_ab="fp16", dtype_c="fp16", dtype_d="fp16", tile_m=tile_m,
+                         tile_n=tile_n, tile_k=tile_k, cluster_m=cluster_m, cluster_n=cluster_n,
+                         schedule="cooperative", raster=raster, swizzle=swizzle, decomposition=decomposition,
+                         splits=splits, reduction=reduction, epilogue_tile_m=tile_m, mainloop_stages=2)
+    cfg.check_given()
+    d = for_config(cfg, arch, "dsl")
+    if d is None:
+        raise ConfigError(f"decomposition={decomposition!r}: the data-parallel kernel has no work table")
+    sk = StreamKTileScheduler(cfg, d)
+    grid = d.grid_clusters
+    rows = []
+    for p in range(grid):
+        segs: list[int] = []
+        u = p
+        while u < len(d.units):
+            w = sk.unit_work(u)
+            if not w.is_valid:
+                break           # CUTLASS: an invalid work tile ends the persistent CTA's loop
+            while w is not None:
+                segs += [w.m_idx, w.n_idx, w.k_start, w.k_count or d.k_tiles, w.tile_id]
+                w = sk.continue_work(w)
+            u += grid
+        rows.append(segs)
+    max_segs = max((len(r) // SEGMENT_WORDS for r in rows), default=0)
+    width = 1 + SEGMENT_WORDS * max_segs
+    table = tuple(tuple([len(r) // SEGMENT_WORDS] + r + [0] * (width - 1 - len(r))) for r in rows)
+    tiles = sk.raster.num_clusters * cluster_m * cluster_n
+    flags = tiles * 2
+    return StreamKSchedule(table, grid, width, flags, flags * (tile_m // 2) * tile_n, d.k_tiles, max_segs,
+                           d.summary())

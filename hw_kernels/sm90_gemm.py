@@ -18,9 +18,28 @@ from cutlass.tensor_utils import LayoutEnum
 
 from . import records as R
 from . import rules
+from .schedule import SEGMENT_WORDS
 
 WARPS_PER_WG = 4
 THREADS_PER_WG = 128
+#: Named barriers of the stream-K fixup, one per consumer warpgroup (CUTLASS ReservedNamedBarriers
+#: StreamkBarrier0/1); id 1 (cooperative) or 1-2 (ping-pong) is the epilogue's.
+FIXUP_BARRIER_ID = 3
+
+
+def fixup_counts() -> tuple[int, int]:
+    """(flags per tile, threads per flag) of the stream-K fixup, from ``simulator.protocol.arrivals``: one flag
+    per consumer warpgroup (NumFixupBarriers = NumMmaWarpGroups), synced by its 128 threads."""
+    mine = (2, THREADS_PER_WG)
+    try:
+        from simulator.protocol.arrivals import Sm90KernelFacts, sm90_fixup_counts
+    except ImportError:  # the kernel also runs from a tree without the simulator
+        return mine
+    c = sm90_fixup_counts(Sm90KernelFacts(schedule="cooperative", num_consumer_warpgroups=2))
+    theirs = (int(c.barriers_per_tile), int(c.threads))
+    if theirs != mine:
+        raise ValueError(f"simulator.protocol.arrivals gives fixup counts {theirs}, this kernel needs {mine}")
+    return theirs
 
 
 def arrival_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, int]:
@@ -114,9 +133,11 @@ class Sm90TmaWsGemm:
     def __init__(self, tile_m: int = 128, tile_n: int = 256, tile_k: int = 64, cluster_m: int = 2,
                  cluster_n: int = 1, schedule: str = "cooperative", mainloop_stages: int | None = None,
                  raster: str = "heuristic", swizzle: int = 1, epilogue_tile_n: int = 32,
-                 epilogue_store_stages: int = 4, instrument: int = R.LEVEL_OFF, instrument_roles: str = "all"):
+                 epilogue_store_stages: int = 4, instrument: int = R.LEVEL_OFF, instrument_roles: str = "all",
+                 decomposition: str = "data_parallel", splits: int = 1, reduction: str = "deterministic"):
         problems = self.config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster,
-                                        swizzle, epilogue_tile_n, epilogue_store_stages, instrument)
+                                        swizzle, epilogue_tile_n, epilogue_store_stages, instrument, decomposition,
+                                        splits, reduction)
         if instrument_roles not in ("all", "producer", "consumers"):
             problems.append(f"instrument_roles={instrument_roles!r}: must be 'all', 'producer' or 'consumers'")
         if problems:
@@ -153,6 +174,11 @@ class Sm90TmaWsGemm:
         self.arrivals = (counts["full"], counts["empty"], counts["epilogue"])
         self.order_arrivals = counts["order"]
         self.smem_capacity = cutlass.memory.get_smem_capacity_in_bytes("sm_90")
+        # The stream-K scheduler: the units come from a host-built work table (hw_kernels/schedule.py
+        # StreamKSchedule, the model's decomposition); a split tile's partials go through the workspace.
+        self.stream_k = decomposition != "data_parallel"
+        self.deterministic = reduction == "deterministic"
+        self.fixup_flags_per_tile, self.fixup_threads = fixup_counts()
 
     def _setup_attributes(self):
         """Everything that depends on the element types: MMA, stage count, SMEM layouts."""
@@ -189,11 +215,14 @@ class Sm90TmaWsGemm:
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, trace: cute.Tensor,
                  trace_capacity: Int32, log_swizzle: Int32, n_major: Int32, n_clusters: Int32,
-                 raster_n: Int32, max_active_clusters: cutlass.Constexpr, stream):
+                 raster_n: Int32, work: cute.Tensor, workspace: cute.Tensor, flags: cute.Tensor, work_stride: Int32,
+                 max_active_clusters: cutlass.Constexpr, stream):
         """Launch on ``stream``: a (M, K), b (N, K), c (M, N), all row-major; ``trace`` an int32
         buffer of ``ctas x 3 x trace_capacity x 8`` words (any size when instrument == 0);
         ``log_swizzle, n_major, n_clusters, raster_n``: the problem's static schedule
-        (``hw_kernels.schedule.static_schedule(...).kernel_args()``)."""
+        (``hw_kernels.schedule.static_schedule(...).kernel_args()``). Stream-K: ``work`` the work
+        table (``StreamKSchedule``, rows of ``work_stride`` words, ``n_clusters`` rows), ``workspace``
+        the partial accumulators (float32), ``flags`` the fixup flags (int32, zero at launch)."""
         self.ab_dtype = a.element_type
         self.c_dtype = c.element_type
         if cutlass.const_expr(a.element_type != b.element_type):
@@ -228,7 +257,7 @@ class Sm90TmaWsGemm:
         self.shared_storage = SharedStorage
         self.kernel(tma_a, gA_tma, tma_b, gB_tma, tma_c, gC_tma, self.tiled_mma, self.a_smem_staged,
                     self.b_smem_staged, self.c_smem_staged, trace, trace_capacity, log_swizzle, n_major,
-                    n_clusters, raster_n).launch(
+                    n_clusters, raster_n, work, workspace, flags, work_stride).launch(
             grid=(self.cluster_m, self.cluster_n, persistent),
             block=(self.threads, 1, 1),
             cluster=(self.cluster_m, self.cluster_n, 1),
@@ -241,7 +270,8 @@ class Sm90TmaWsGemm:
                tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                a_smem_staged: cute.ComposedLayout, b_smem_staged: cute.ComposedLayout,
                c_smem_staged: cute.ComposedLayout, trace: cute.Tensor, trace_capacity: Int32,
-               log_swizzle: Int32, n_major: Int32, n_clusters: Int32, raster_n: Int32):
+               log_swizzle: Int32, n_major: Int32, n_clusters: Int32, raster_n: Int32, work: cute.Tensor,
+               workspace: cute.Tensor, flags: cute.Tensor, work_stride: Int32):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, bidy, bidz = cute.arch.block_idx()
         _, _, n_persistent = cute.arch.grid_dim()
@@ -332,43 +362,76 @@ class Sm90TmaWsGemm:
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
             pos = Int32(R.FIRST_DATA_RECORD)
             tiles_done = Int32(0)
-            c_id = bidz
-            while c_id < n_clusters:
-                tm, tn = self._tile_of(c_id, log_swizzle, n_major, raster_n, bidx, bidy)
-                # (tma values, k_tiles) of this tile
-                tAgA_t = tAgA[(None, tm, None)]
-                tBgB_t = tBgB[(None, tn, None)]
-                tile_word = tm | (tn << 16)
-                t_tile0 = self._now(R.LEVEL_TILE)
-                gt_tile0 = self._gt_lo()
-                for k in cutlass.range(k_tiles, unroll=1):
-                    t0 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
-                    mainloop.producer_acquire(state)
-                    t1 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
-                    bar = mainloop.producer_get_barrier(state)
-                    cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar,
-                              mcast_mask=a_mask)
-                    cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar,
-                              mcast_mask=b_mask)
-                    mainloop.producer_commit(state)
-                    if cutlass.const_expr(self.kblock_producer):
-                        t2 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
+            if cutlass.const_expr(self.stream_k):
+                # The units of the stream-K scheduler, from the work table: each segment is K-blocks
+                # k0 .. k0 + kn - 1 of one tile (a unit spanning tiles has several segments).
+                row = bidz * work_stride
+                for it in cutlass.range(work[row], unroll=1):
+                    e = row + 1 + it * SEGMENT_WORDS
+                    tm = work[e] * self.cluster_m + bidx
+                    tn = work[e + 1] * self.cluster_n + bidy
+                    k0 = work[e + 2]
+                    kn = work[e + 3]
+                    tAgA_t = tAgA[(None, tm, None)]
+                    tBgB_t = tBgB[(None, tn, None)]
+                    tile_word = tm | (tn << 16)
+                    t_tile0 = self._now(R.LEVEL_TILE)
+                    gt_tile0 = self._gt_lo()
+                    for k in cutlass.range(k0, k0 + kn, unroll=1):
+                        mainloop.producer_acquire(state)
+                        bar = mainloop.producer_get_barrier(state)
+                        cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar,
+                                  mcast_mask=a_mask)
+                        cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar,
+                                  mcast_mask=b_mask)
+                        mainloop.producer_commit(state)
+                        state.advance()
+                    if cutlass.const_expr(level >= R.LEVEL_TILE):
+                        t_tile1 = self._now(R.LEVEL_TILE)
+                        gt_tile1 = self._gt_lo()
                         if writer:
-                            self._record(trace, slice_base, pos, trace_capacity,
-                                         R.P_KBLOCK | (state.index << 8) | (k << 16), tile_word,
-                                         t0, t1, t2, t2, t2, t2)
+                            self._record(trace, slice_base, pos, trace_capacity, R.P_TILE, tile_word,
+                                         t_tile0, t_tile1, Int64(gt_tile0), Int64(gt_tile1), Int64(kn), t_tile1)
                         pos += 1
-                    state.advance()
-                if cutlass.const_expr(level >= R.LEVEL_TILE):
-                    t_tile1 = self._now(R.LEVEL_TILE)
-                    gt_tile1 = self._gt_lo()
-                    if writer:
-                        self._record(trace, slice_base, pos, trace_capacity, R.P_TILE, tile_word,
-                                     t_tile0, t_tile1, Int64(gt_tile0), Int64(gt_tile1), Int64(k_tiles),
-                                     t_tile1)
-                    pos += 1
-                tiles_done += 1
-                c_id += n_persistent
+                    tiles_done += 1
+            else:
+                c_id = bidz
+                while c_id < n_clusters:
+                    tm, tn = self._tile_of(c_id, log_swizzle, n_major, raster_n, bidx, bidy)
+                    # (tma values, k_tiles) of this tile
+                    tAgA_t = tAgA[(None, tm, None)]
+                    tBgB_t = tBgB[(None, tn, None)]
+                    tile_word = tm | (tn << 16)
+                    t_tile0 = self._now(R.LEVEL_TILE)
+                    gt_tile0 = self._gt_lo()
+                    for k in cutlass.range(k_tiles, unroll=1):
+                        t0 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
+                        mainloop.producer_acquire(state)
+                        t1 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
+                        bar = mainloop.producer_get_barrier(state)
+                        cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar,
+                                  mcast_mask=a_mask)
+                        cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar,
+                                  mcast_mask=b_mask)
+                        mainloop.producer_commit(state)
+                        if cutlass.const_expr(self.kblock_producer):
+                            t2 = self._now(R.LEVEL_KBLOCK, self.kblock_producer)
+                            if writer:
+                                self._record(trace, slice_base, pos, trace_capacity,
+                                             R.P_KBLOCK | (state.index << 8) | (k << 16), tile_word,
+                                             t0, t1, t2, t2, t2, t2)
+                            pos += 1
+                        state.advance()
+                    if cutlass.const_expr(level >= R.LEVEL_TILE):
+                        t_tile1 = self._now(R.LEVEL_TILE)
+                        gt_tile1 = self._gt_lo()
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity, R.P_TILE, tile_word,
+                                         t_tile0, t_tile1, Int64(gt_tile0), Int64(gt_tile1), Int64(k_tiles),
+                                         t_tile1)
+                        pos += 1
+                    tiles_done += 1
+                    c_id += n_persistent
             t_tail0 = self._now(R.LEVEL_TILE)
             mainloop.producer_tail(state)
             if cutlass.const_expr(level >= R.LEVEL_TILE):
@@ -441,157 +504,268 @@ class Sm90TmaWsGemm:
                     c_id = bidz + n_persistent
                     read = self._skip(read, k_tiles)
                     release = self._skip(release, k_tiles)
-            while c_id < n_clusters:
-                tm, tn = self._tile_of(c_id, log_swizzle, n_major, raster_n, bidx, bidy)
-                tile_word = tm | (tn << 16)
-                t_tile0 = self._now(R.LEVEL_TILE)
-                gt_tile0 = self._gt_lo()
-                o0 = t_tile0
-                o1 = t_tile0
-                if cutlass.const_expr(self.pingpong):
-                    order.wait(ord_state)  # my mainloop turn
-                    o1 = self._now(R.LEVEL_TILE)
-                acc.fill(0.0)
-                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                warpgroup.fence()
-
-                # K-block 0: nothing older to retire. Each K-block's record is written one
-                # iteration later, after the next K-block's wgmma are queued: between wait_group(1)
-                # returning and the next issue the tensor cores have only one K-block of work left,
-                # so code there stalls them (measured: ~45 cycles per K-block when written here).
-                f0 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
-                mainloop.consumer_wait(read)
-                f1 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
-                for kb in cutlass.range_constexpr(k_blocks):
-                    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
-                              tCrB[(None, None, kb, read.index)], acc)
-                warpgroup.commit_group()
-                f2 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
-                prev_w0 = R.C_KBLOCK | (read.index << 8)
-                p0 = f0
-                p1 = f1
-                p2 = f2
-                p3 = f2
-                p4 = f2
-                read.advance()
-                # K-blocks 1..: keep one wgmma group in flight, release the stage it finished.
-                for k in cutlass.range(1, k_tiles, unroll=1):
-                    t0 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+            if cutlass.const_expr(self.stream_k):
+                # ---- the stream-K scheduler's segments (cooperative), from the work table ----
+                row = bidz * work_stride
+                wgi = wg - 1
+                t_wg = tidx % THREADS_PER_WG
+                n_acc = cute.size(acc)
+                fix_barrier = pipeline.NamedBarrier(barrier_id=FIXUP_BARRIER_ID + wgi, num_threads=self.fixup_threads)
+                csize = self.cluster_m * self.cluster_n
+                for it in cutlass.range(work[row], unroll=1):
+                    e = row + 1 + it * SEGMENT_WORDS
+                    tm = work[e] * self.cluster_m + bidx
+                    tn = work[e + 1] * self.cluster_n + bidy
+                    k0 = work[e + 2]
+                    kn = work[e + 3]
+                    tile_id = work[e + 4]
+                    tile_word = tm | (tn << 16)
+                    t_tile0 = self._now(R.LEVEL_TILE)
+                    gt_tile0 = self._gt_lo()
+                    acc.fill(0.0)
+                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                    warpgroup.fence()
                     mainloop.consumer_wait(read)
-                    t1 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
                     for kb in cutlass.range_constexpr(k_blocks):
                         cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
                                   tCrB[(None, None, kb, read.index)], acc)
-                        if cutlass.const_expr(kb == 0 and self.kblock_consumers):
-                            # The previous K-block's record, written between this K-block's wgmma:
-                            # the tensor cores then have a K-block and more queued, so the stores
-                            # cost no tensor time (after wait_group(1) they would; ptxas sinks
-                            # stores placed after commit_group below the wait).
-                            if writer:
-                                self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
-                                             p0, p1, p2, p3, p4, p4)
-                            pos += 1
                     warpgroup.commit_group()
-                    t2 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
-                    warpgroup.wait_group(1)
-                    t3 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
-                    mainloop.consumer_release(release)
-                    t4 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
-                    prev_w0 = R.C_KBLOCK | (read.index << 8) | (k << 16)
-                    p0 = t0
-                    p1 = t1
-                    p2 = t2
-                    p3 = t3
-                    p4 = t4
-                    release.advance()
                     read.advance()
-                if cutlass.const_expr(self.pingpong):
-                    # arrive on a copy and advance explicitly: the DSL carries a loop variable across
-                    # iterations only when the loop body assigns it or calls a method on it.
-                    order.arrive(ord_state.clone())  # the other warpgroup's mainloop may start
-                    ord_state.advance()
-                warpgroup.wait_group(0)
-                mainloop.consumer_release(release)
-                release.advance()
-                if cutlass.const_expr(self.kblock_consumers):
-                    if writer:
-                        self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
-                                     p0, p1, p2, p3, p4, p4)
-                    pos += 1
-                t_acc = self._now(R.LEVEL_TILE)
-                o3 = t_acc
-                if cutlass.const_expr(self.pingpong):
-                    order.wait(ord_state)  # my epilogue turn (after the other's epilogue)
-                    o3 = self._now(R.LEVEL_TILE)
-
-                # (tma values, subtiles) of this output tile, subtiles of tile_m x epi_n
-                bSG_sC, bSG_gC = cpasync.tma_partition(
-                    tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
-                    cute.zipped_divide(gC[(None, None, tm, tn)], self.epi_tile))
-                for j in cutlass.range_constexpr(n_sub):
-                    # subtile (v, m, n) <- accumulator (v, N chunk j * sub_nc + n, m)
-                    for n in cutlass.range_constexpr(sub_nc):
-                        for mm in cutlass.range_constexpr(sub_m):
-                            for v in cutlass.range_constexpr(sub_v):
-                                sub_f32[v + sub_v * (mm + sub_m * n)] = tRS_acc[
-                                    v + sub_v * (j * sub_nc + n) + sub_v * acc_nc * mm]
-                    sub_out.store(sub_f32.load().to(self.c_dtype))
-                    buf = (sub_count + j) % self.store_stages
-                    cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
-                    # stmatrix writes through the generic proxy, TMA reads through the async proxy.
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    # (level 3) few clock reads here: each is volatile and costs the epilogue its
-                    # overlap between subtiles.
-                    e1 = self._now(R.LEVEL_EPILOGUE)
-                    e4 = e1
-                    if is_store_thread:
-                        # Stores <= g-1 issued; allow store_stages-2 in flight so that the buffer
-                        # the next subtile writes (after the barrier below) has been read out.
-                        cute.arch.cp_async_bulk_wait_group(self.store_stages - 2, read=True)
-                        if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
-                            e4 = self._now(R.LEVEL_EPILOGUE)
-                    if cutlass.const_expr(self.pingpong):
-                        cute.arch.barrier(barrier_id=self.epi_barrier_id + wg - 1,
-                                          number_of_threads=self.arrivals[2])
-                    else:
-                        epi_barrier.arrive_and_wait()
-                    e2 = self._now(R.LEVEL_EPILOGUE)
-                    e3 = e2
-                    if is_store_thread:
-                        cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, j)])
-                        cute.arch.cp_async_bulk_commit_group()
-                        if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
-                            e3 = self._now(R.LEVEL_EPILOGUE)
-                    if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
+                    for _k in cutlass.range(1, kn, unroll=1):
+                        mainloop.consumer_wait(read)
+                        for kb in cutlass.range_constexpr(k_blocks):
+                            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
+                                      tCrB[(None, None, kb, read.index)], acc)
+                        warpgroup.commit_group()
+                        warpgroup.wait_group(1)
+                        mainloop.consumer_release(release)
+                        release.advance()
+                        read.advance()
+                    warpgroup.wait_group(0)
+                    mainloop.consumer_release(release)
+                    release.advance()
+                    t_acc = self._now(R.LEVEL_TILE)
+                    final = k0 + kn == k_tiles
+                    if kn != k_tiles:
+                        # TileScheduler::fixup of this warpgroup's rows: one flag and one workspace
+                        # slice per (CTA tile, warpgroup); element i of thread t at i * 128 + t.
+                        lock = (tile_id * csize + cta_rank) * self.fixup_flags_per_tile + wgi
+                        ws_off = lock * (n_acc * THREADS_PER_WG) + t_wg
+                        f0 = self._now(R.LEVEL_TILE)
+                        op = Int32(0)
+                        self._fixup_wait(flags, lock, k0, final, t_wg)
+                        fix_barrier.arrive_and_wait()
+                        f1 = self._now(R.LEVEL_TILE)
+                        if final:
+                            # BlockStripedReduce::load_add, then the flag back to 0 for the next launch
+                            # (every peer has arrived: nothing else reads it).
+                            op = Int32(R.FIXUP_LOAD)
+                            for i in cutlass.range_constexpr(n_acc):
+                                acc[i] = acc[i] + cute.arch.load(workspace.iterator + (ws_off + i * THREADS_PER_WG),
+                                                                 cutlass.Float32, cop="cg")
+                            if t_wg == 0:
+                                cute.arch.store(flags.iterator + lock, Int32(0), sem="relaxed", scope="gpu")
+                        else:
+                            if k0 == 0:
+                                op = Int32(R.FIXUP_STORE)
+                                for i in cutlass.range_constexpr(n_acc):
+                                    cute.arch.store(workspace.iterator + (ws_off + i * THREADS_PER_WG), acc[i])
+                            else:
+                                op = Int32(R.FIXUP_REDUCE)
+                                self._fixup_reduce(workspace, ws_off, acc, n_acc)
+                            # arrive_inc(k_tile_count): the group syncs, thread 0 fences and adds.
+                            fix_barrier.arrive_and_wait()
+                            if t_wg == 0:
+                                cute.arch.fence_acq_rel_gpu()
+                                cute.arch.red(flags.iterator + lock, kn, op="add", dtype="s32", sem="relaxed",
+                                              scope="gpu")
+                        if cutlass.const_expr(level >= R.LEVEL_TILE):
+                            f2 = self._now(R.LEVEL_TILE)
+                            if writer:
+                                self._record(trace, slice_base, pos, trace_capacity, R.C_FIXUP | (op << 8) | (k0 << 16),
+                                             tile_word, f0, f1, f2, Int64(lock), Int64(kn), f2)
+                            pos += 1
+                    if final:
+                        bSG_sC, bSG_gC = cpasync.tma_partition(
+                            tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
+                            cute.zipped_divide(gC[(None, None, tm, tn)], self.epi_tile))
+                        for j in cutlass.range_constexpr(n_sub):
+                            for n in cutlass.range_constexpr(sub_nc):
+                                for mm in cutlass.range_constexpr(sub_m):
+                                    for v in cutlass.range_constexpr(sub_v):
+                                        sub_f32[v + sub_v * (mm + sub_m * n)] = tRS_acc[
+                                            v + sub_v * (j * sub_nc + n) + sub_v * acc_nc * mm]
+                            sub_out.store(sub_f32.load().to(self.c_dtype))
+                            buf = (sub_count + j) % self.store_stages
+                            cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
+                            cute.arch.fence_proxy("async.shared", space="cta")
+                            if is_store_thread:
+                                cute.arch.cp_async_bulk_wait_group(self.store_stages - 2, read=True)
+                            epi_barrier.arrive_and_wait()
+                            if is_store_thread:
+                                cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, j)])
+                                cute.arch.cp_async_bulk_commit_group()
+                        sub_count += n_sub
+                    if cutlass.const_expr(level >= R.LEVEL_TILE):
+                        t_end = self._now(R.LEVEL_TILE)
+                        gt_end = self._gt_lo()
                         if writer:
-                            self._record(trace, slice_base, pos, trace_capacity,
-                                         R.C_EPI | (buf << 8) | (j << 16), tile_word, e1, e1, e2, e3, e4, e4)
+                            self._record(trace, slice_base, pos, trace_capacity, R.C_TILE, tile_word,
+                                         t_tile0, t_acc, t_end, Int64(gt_tile0), Int64(gt_end), Int64(kn))
                         pos += 1
-                if cutlass.const_expr(self.pingpong):
-                    # store_tail: the other warpgroup's epilogue reuses the SMEM buffers next.
-                    if is_store_thread:
-                        cute.arch.cp_async_bulk_wait_group(0, read=True)
-                    order.arrive(ord_state.clone())
-                    ord_state.advance()
-                    # Skip the other warpgroup's next tile in the mainloop pipeline.
-                    read = self._skip(read, k_tiles)
-                    release = self._skip(release, k_tiles)
-                else:
-                    sub_count += n_sub
-                if cutlass.const_expr(level >= R.LEVEL_TILE):
-                    t_end = self._now(R.LEVEL_TILE)
-                    gt_end = self._gt_lo()
-                    if writer:
-                        self._record(trace, slice_base, pos, trace_capacity, R.C_TILE, tile_word,
-                                     t_tile0, t_acc, t_end, Int64(gt_tile0), Int64(gt_end), Int64(k_tiles))
-                    pos += 1
-                if cutlass.const_expr(self.pingpong and level >= R.LEVEL_TILE):
-                    if writer:
-                        self._record(trace, slice_base, pos, trace_capacity, R.C_ORDER, tile_word,
-                                     o0, o1, t_acc, o3, o3, o3)
-                    pos += 1
-                tiles_done += 1
-                c_id += c_step
+                    tiles_done += 1
+            else:
+                while c_id < n_clusters:
+                    tm, tn = self._tile_of(c_id, log_swizzle, n_major, raster_n, bidx, bidy)
+                    tile_word = tm | (tn << 16)
+                    t_tile0 = self._now(R.LEVEL_TILE)
+                    gt_tile0 = self._gt_lo()
+                    o0 = t_tile0
+                    o1 = t_tile0
+                    if cutlass.const_expr(self.pingpong):
+                        order.wait(ord_state)  # my mainloop turn
+                        o1 = self._now(R.LEVEL_TILE)
+                    acc.fill(0.0)
+                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                    warpgroup.fence()
+
+                    # K-block 0: nothing older to retire. Each K-block's record is written one
+                    # iteration later, after the next K-block's wgmma are queued: between wait_group(1)
+                    # returning and the next issue the tensor cores have only one K-block of work left,
+                    # so code there stalls them (measured: ~45 cycles per K-block when written here).
+                    f0 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                    mainloop.consumer_wait(read)
+                    f1 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                    for kb in cutlass.range_constexpr(k_blocks):
+                        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
+                                  tCrB[(None, None, kb, read.index)], acc)
+                    warpgroup.commit_group()
+                    f2 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                    prev_w0 = R.C_KBLOCK | (read.index << 8)
+                    p0 = f0
+                    p1 = f1
+                    p2 = f2
+                    p3 = f2
+                    p4 = f2
+                    read.advance()
+                    # K-blocks 1..: keep one wgmma group in flight, release the stage it finished.
+                    for k in cutlass.range(1, k_tiles, unroll=1):
+                        t0 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                        mainloop.consumer_wait(read)
+                        t1 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                        for kb in cutlass.range_constexpr(k_blocks):
+                            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
+                                      tCrB[(None, None, kb, read.index)], acc)
+                            if cutlass.const_expr(kb == 0 and self.kblock_consumers):
+                                # The previous K-block's record, written between this K-block's wgmma:
+                                # the tensor cores then have a K-block and more queued, so the stores
+                                # cost no tensor time (after wait_group(1) they would; ptxas sinks
+                                # stores placed after commit_group below the wait).
+                                if writer:
+                                    self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
+                                                 p0, p1, p2, p3, p4, p4)
+                                pos += 1
+                        warpgroup.commit_group()
+                        t2 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                        warpgroup.wait_group(1)
+                        t3 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                        mainloop.consumer_release(release)
+                        t4 = self._now(R.LEVEL_KBLOCK, self.kblock_consumers)
+                        prev_w0 = R.C_KBLOCK | (read.index << 8) | (k << 16)
+                        p0 = t0
+                        p1 = t1
+                        p2 = t2
+                        p3 = t3
+                        p4 = t4
+                        release.advance()
+                        read.advance()
+                    if cutlass.const_expr(self.pingpong):
+                        # arrive on a copy and advance explicitly: the DSL carries a loop variable across
+                        # iterations only when the loop body assigns it or calls a method on it.
+                        order.arrive(ord_state.clone())  # the other warpgroup's mainloop may start
+                        ord_state.advance()
+                    warpgroup.wait_group(0)
+                    mainloop.consumer_release(release)
+                    release.advance()
+                    if cutlass.const_expr(self.kblock_consumers):
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity, prev_w0, tile_word,
+                                         p0, p1, p2, p3, p4, p4)
+                        pos += 1
+                    t_acc = self._now(R.LEVEL_TILE)
+                    o3 = t_acc
+                    if cutlass.const_expr(self.pingpong):
+                        order.wait(ord_state)  # my epilogue turn (after the other's epilogue)
+                        o3 = self._now(R.LEVEL_TILE)
+
+                    # (tma values, subtiles) of this output tile, subtiles of tile_m x epi_n
+                    bSG_sC, bSG_gC = cpasync.tma_partition(
+                        tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
+                        cute.zipped_divide(gC[(None, None, tm, tn)], self.epi_tile))
+                    for j in cutlass.range_constexpr(n_sub):
+                        # subtile (v, m, n) <- accumulator (v, N chunk j * sub_nc + n, m)
+                        for n in cutlass.range_constexpr(sub_nc):
+                            for mm in cutlass.range_constexpr(sub_m):
+                                for v in cutlass.range_constexpr(sub_v):
+                                    sub_f32[v + sub_v * (mm + sub_m * n)] = tRS_acc[
+                                        v + sub_v * (j * sub_nc + n) + sub_v * acc_nc * mm]
+                        sub_out.store(sub_f32.load().to(self.c_dtype))
+                        buf = (sub_count + j) % self.store_stages
+                        cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
+                        # stmatrix writes through the generic proxy, TMA reads through the async proxy.
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        # (level 3) few clock reads here: each is volatile and costs the epilogue its
+                        # overlap between subtiles.
+                        e1 = self._now(R.LEVEL_EPILOGUE)
+                        e4 = e1
+                        if is_store_thread:
+                            # Stores <= g-1 issued; allow store_stages-2 in flight so that the buffer
+                            # the next subtile writes (after the barrier below) has been read out.
+                            cute.arch.cp_async_bulk_wait_group(self.store_stages - 2, read=True)
+                            if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
+                                e4 = self._now(R.LEVEL_EPILOGUE)
+                        if cutlass.const_expr(self.pingpong):
+                            cute.arch.barrier(barrier_id=self.epi_barrier_id + wg - 1,
+                                              number_of_threads=self.arrivals[2])
+                        else:
+                            epi_barrier.arrive_and_wait()
+                        e2 = self._now(R.LEVEL_EPILOGUE)
+                        e3 = e2
+                        if is_store_thread:
+                            cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, j)])
+                            cute.arch.cp_async_bulk_commit_group()
+                            if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
+                                e3 = self._now(R.LEVEL_EPILOGUE)
+                        if cutlass.const_expr(level >= R.LEVEL_EPILOGUE):
+                            if writer:
+                                self._record(trace, slice_base, pos, trace_capacity,
+                                             R.C_EPI | (buf << 8) | (j << 16), tile_word, e1, e1, e2, e3, e4, e4)
+                            pos += 1
+                    if cutlass.const_expr(self.pingpong):
+                        # store_tail: the other warpgroup's epilogue reuses the SMEM buffers next.
+                        if is_store_thread:
+                            cute.arch.cp_async_bulk_wait_group(0, read=True)
+                        order.arrive(ord_state.clone())
+                        ord_state.advance()
+                        # Skip the other warpgroup's next tile in the mainloop pipeline.
+                        read = self._skip(read, k_tiles)
+                        release = self._skip(release, k_tiles)
+                    else:
+                        sub_count += n_sub
+                    if cutlass.const_expr(level >= R.LEVEL_TILE):
+                        t_end = self._now(R.LEVEL_TILE)
+                        gt_end = self._gt_lo()
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity, R.C_TILE, tile_word,
+                                         t_tile0, t_acc, t_end, Int64(gt_tile0), Int64(gt_end), Int64(k_tiles))
+                        pos += 1
+                    if cutlass.const_expr(self.pingpong and level >= R.LEVEL_TILE):
+                        if writer:
+                            self._record(trace, slice_base, pos, trace_capacity, R.C_ORDER, tile_word,
+                                         o0, o1, t_acc, o3, o3, o3)
+                        pos += 1
+                    tiles_done += 1
+                    c_id += c_step
 
             if is_store_thread:
                 s0 = self._now(R.LEVEL_TILE)
@@ -639,6 +813,39 @@ class Sm90TmaWsGemm:
             cm = minor
             cn = major
         return cm * self.cluster_m + cta_m, cn * self.cluster_n + cta_n
+
+    @cute.jit
+    def _fixup_wait(self, flags: cute.Tensor, lock: Int32, k0: Int32, final, t_wg: Int32):
+        """Thread 0 of the warpgroup spins (ld.global.acquire.gpu) until the earlier peers' partials are
+        in: flag == K_idx for the final split and, deterministic, every middle one (wait_eq); a
+        nondeterministic middle split only until the first peer stored (wait_lt(1)); the first split
+        (K_idx 0) does not wait."""
+        if t_wg == 0:
+            if k0 > 0:
+                ptr = flags.iterator + lock
+                v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+                if cutlass.const_expr(self.deterministic):
+                    while v != k0:
+                        v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+                else:
+                    if final:
+                        while v != k0:
+                            v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+                    else:
+                        while v < 1:
+                            v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+
+    @cute.jit
+    def _fixup_reduce(self, workspace: cute.Tensor, ws_off: Int32, acc: cute.Tensor, n_acc: cutlass.Constexpr):
+        """A middle split adds its partials into the workspace: deterministic, a plain read-add-write
+        (the turnstile gives it the slice alone); nondeterministic, atomic adds (red.global.add.f32,
+        BlockStripedReduce::reduce)."""
+        for i in cutlass.range_constexpr(n_acc):
+            ptr = workspace.iterator + (ws_off + i * THREADS_PER_WG)
+            if cutlass.const_expr(self.deterministic):
+                cute.arch.store(ptr, cute.arch.load(ptr, cutlass.Float32, cop="cg") + acc[i])
+            else:
+                cute.arch.atomic_add(ptr, acc[i], sem="relaxed", scope="gpu")
 
     @staticmethod
     def _skip(state, n: Int32):

@@ -95,3 +95,43 @@ def test_span_level_reads_the_clocks_only_at_role_start_and_end():
     assert re.search(r"%clock(?!64)", tile)
     assert span.count("%globaltimer") < tile.count("%globaltimer")
     assert span.count("%clock") < tile.count("%clock")
+
+
+# ---------------------------------------------------------------------------- stream-K / split-K
+@pytest.mark.parametrize("cfg", [
+    KernelConfig(tile_n=128, cluster_m=1, decomposition="stream_k"),
+    KernelConfig(tile_n=256, cluster_m=2, decomposition="heuristic"),
+    KernelConfig(tile_n=64, cluster_m=1, cluster_n=2, decomposition="split_k", splits=4, instrument=R.LEVEL_TILE),
+])
+def test_stream_k_kernels_have_the_fixup(cfg):
+    ptx = _ptx(cfg)
+    # the flag: thread 0 spins on acquire loads, the arriving group's thread 0 fences and adds its K-blocks
+    assert "ld.acquire.gpu.global.b32" in ptx
+    assert "fence.acq_rel.gpu" in ptx
+    assert re.search(r"red\.relaxed\.gpu(\.global)?\.add\.s32", ptx)
+    # the workspace is read around L1 (another SM wrote it), the deterministic reduction needs no atomics
+    assert "ld.global.cg.b32" in ptx
+    assert "atom.global.add.f32" not in ptx
+    # the fixup's named barriers (ids 3, 4: one per consumer warpgroup), the mainloop as before
+    assert "bar.sync" in ptx or "barrier.sync" in ptx
+    for needle in ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"):
+        assert needle in ptx
+
+
+def test_nondeterministic_reduction_adds_atomically():
+    ptx = _ptx(KernelConfig(tile_n=128, cluster_m=1, decomposition="stream_k", reduction="nondeterministic"))
+    assert re.search(r"(atom|red)\.global\.add\.f32", ptx)
+
+
+def test_data_parallel_kernel_has_no_fixup():
+    ptx = _ptx(KernelConfig(tile_n=128, cluster_m=1))
+    assert "fence.acq_rel.gpu" not in ptx and "ld.acquire" not in ptx
+
+
+def test_stream_k_config_rules():
+    with pytest.raises(ValueError, match="ping-pong does not support stream-K"):
+        Sm90TmaWsGemm(schedule="pingpong", tile_n=128, decomposition="stream_k")
+    with pytest.raises(ValueError, match="splits=2 with decomposition='stream_k'"):
+        Sm90TmaWsGemm(decomposition="stream_k", splits=2)
+    with pytest.raises(ValueError, match="instrument=2 with decomposition"):
+        Sm90TmaWsGemm(decomposition="split_k", splits=2, instrument=R.LEVEL_KBLOCK)

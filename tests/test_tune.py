@@ -19,6 +19,7 @@ from simulator.errors import ConfigError
 from simulator.kernels.scheduler import raster_for
 from simulator.kernels.sm90_config import Sm90GemmConfig
 from simulator.kernels.sm100_config import Sm100GemmConfig
+from simulator.kernels.space import hw_space
 from simulator.machine.arch import get_arch
 
 B200 = get_arch("b200")
@@ -35,6 +36,16 @@ BOUND_CASES = [
     Sm90GemmConfig(m=1024, n=3000, k=512, schedule="pingpong", tile_n=64, cluster_m=1),
     Sm90GemmConfig(m=4096, n=512, k=4096, tile_n=128, cluster_m=1, cluster_n=2),
     Sm90GemmConfig(m=384, n=384, k=8192, schedule="pingpong", tile_m=64, tile_n=128),
+    # the stream-K scheduler: stream-K, split-K, the heuristic (which picks stream-K here), both kernels
+    Sm90GemmConfig(m=512, n=512, k=32768, tile_n=128, cluster_m=1, decomposition="heuristic"),
+    Sm90GemmConfig(m=512, n=512, k=8192, tile_n=128, cluster_m=1, decomposition="split_k", splits=4),
+    Sm90GemmConfig(m=1536, n=1536, k=12288, tile_n=256, cluster_m=2, decomposition="stream_k"),
+    Sm90GemmConfig(m=128, n=4096, k=16384, tile_n=128, cluster_m=1, cluster_n=2, decomposition="heuristic",
+                   reduction="nondeterministic"),
+    Sm100GemmConfig(m=512, n=512, k=32768, decomposition="heuristic"),
+    Sm100GemmConfig(m=1024, n=1024, k=8192, use_2sm=False, mma_tile_m=128, mma_tile_n=128, cluster_m=1,
+                    decomposition="split_k", splits=3),
+    Sm100GemmConfig(m=2304, n=2304, k=2304, decomposition="stream_k"),
 ]
 
 
@@ -58,6 +69,16 @@ def test_same_tile_order_gives_the_same_result():
     assert _schedule_key(other) != _schedule_key(a)
 
 
+def test_stream_k_schedule_key_sees_the_work_units():
+    # The SM100 stream-K scheduler runs split-K tiles AlongM without swizzle whatever is asked: raster and
+    # swizzle spellings give the same units; on SM90 they change the units' tiles.
+    a = Sm100GemmConfig(m=1024, n=2048, k=4096, decomposition="split_k", splits=2, raster="n").resolved(B200)
+    b = replace(a, raster="m", swizzle=4)
+    assert _schedule_key(a, B200) == _schedule_key(b, B200)
+    c = Sm90GemmConfig(m=1024, n=2048, k=4096, decomposition="split_k", splits=2, raster="n").resolved(H200)
+    assert _schedule_key(c, H200) != _schedule_key(replace(c, raster="m"), H200)
+
+
 def _check_ranked(res):
     ok = [r for r in res.rows if r.ok]
     assert ok and res.rows[: len(ok)] == ok                   # simulated rows first
@@ -74,7 +95,7 @@ def test_pruning_cannot_change_the_top_rows():
     kw = dict(arch="h200", space="hw", search="exhaustive", top=5, workers=2, progress=False)
     full = tune(768, 640, 512, prune=False, **kw)
     pruned = tune(768, 640, 512, prune=True, **kw)
-    assert len(full.rows) == 96 and all(r.ok for r in full.rows)
+    assert len(full.rows) == len(hw_space()) and all(r.ok for r in full.rows)
     _check_ranked(full)
     _check_ranked(pruned)
     assert sum(r.status == "pruned" for r in pruned.rows) > 0
@@ -84,7 +105,7 @@ def test_pruning_cannot_change_the_top_rows():
 
 def test_staged_search_small_problem():
     res = tune(512, 1024, 256, top=4, workers=2, progress=False)
-    assert res.search == "staged" and len(res.stages) == 5
+    assert res.search == "staged" and len(res.stages) == 6      # MMA tile, cluster, decomposition, raster, ...
     _check_ranked(res)
     best = res.best
     assert best is not None and best.extra["rank"] == 1 and best.bottleneck

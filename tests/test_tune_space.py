@@ -64,24 +64,27 @@ def test_hw_space_is_the_campaign_list():
     cands = sp.all_candidates(H200)
     assert len(cands) == len(listed)
     as_fields = [S.hw_kernel_fields(c) for c in cands]
+    defaults = {"decomposition": "data_parallel", "splits": 1}
     for d in listed:
-        match = [f for f in as_fields if all(f[key] == v for key, v in d.items())]
+        want = {**defaults, **d}
+        match = [f for f in as_fields if all({**defaults, **f}[key] == v for key, v in want.items())]
         assert len(match) == 1, d
     for c, f in zip(cands, as_fields, strict=True):
         assert c.epi_tile == (c.tile_m, f["epilogue_tile_n"])   # the twin's subtile spans tile_m rows
         # the model derives the mainloop stages the twin computes for itself
         r = c.resolved(H200)
         assert r.mainloop_stages == _twin_stages(c.tile_m, c.cta_tile_n, f["epilogue_tile_n"], f["epilogue_store_stages"])
-    # stage 1 varies tile/schedule/cluster at the list's first raster and swizzle
+    # stage 1 varies tile/schedule/cluster/decomposition at the list's first raster and swizzle
     first = sp.stage_candidates(0, [sp.base], H200)
-    assert len(first) == len({(d["schedule"], d["tile_n"], d["cluster_m"], d["cluster_n"]) for d in listed})
+    assert len(first) == len({(d["schedule"], d["tile_n"], d["cluster_m"], d["cluster_n"],
+                                d.get("decomposition", "data_parallel"), d.get("splits", 1)) for d in listed})
     assert {(c.raster, c.swizzle) for c in first} == {(listed[0]["raster"], listed[0]["swizzle"])}
 
 
 def test_hw_space_imports_without_simpy_numpy_or_the_dsl():
     """The GPU campaign imports the candidate list on a machine without SimPy: importing
     simulator.kernels.space loads the configs and nothing heavy."""
-    code = ("import sys, simulator.kernels.space as s; assert len(s.hw_space()) == 96; "
+    code = ("import sys, simulator.kernels.space as s; assert len(s.hw_space()) == 96 + 5 * 64; "
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('simulator', 'hw_kernels', 'simpy', 'numpy', 'matplotlib', 'torch', 'cutlass'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
@@ -101,6 +104,16 @@ def test_hw_fields_round_trip_and_match_the_validation_mapping():
     assert S.hw_kernel_fields(cfg) == fields_
     meta = {"config": fields_, "problem": {"m": 3000, "n": 5000, "k": 1000}, "dtype": "bf16"}
     assert compare.sim_config_from_measured(meta) == cfg
+
+
+def test_hw_space_has_the_stream_k_decompositions_on_cooperative_tiles_only():
+    listed = S.hw_space()
+    assert listed[:96] == [d for d in listed if "decomposition" not in d]        # the earlier campaigns' 96 first
+    sk = listed[96:]
+    assert {d["schedule"] for d in sk} == {"cooperative"}
+    assert {(d["decomposition"], d["splits"]) for d in sk} == set(S.HW_DECOMPOSITIONS[1:])
+    cfg = S.sm90_config_from_hw(sk[0], 512, 512, 32768)
+    assert S.hw_kernel_fields(cfg)["decomposition"] == sk[0]["decomposition"]
 
 
 def test_hw_space_rules():

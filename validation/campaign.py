@@ -21,6 +21,9 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
 * ``bf16``: bf16 rows, raster M and the heuristic, 128x64 tiles, clusters 1x1 and 2x1.
 * ``small``: 1-10 us problems, timed both by queued per-launch events and by CUDA-graph replays
   of ``GRAPH_LAUNCHES`` launches (per launch = replay / launches), fp16 and bf16.
+* ``streamk`` (not run unless named): the stream-K scheduler (issue 18) on small-MN/large-K, M <= 128 and
+  wave-tail problems (``STREAMK_SHAPES``): every ``hw_space()`` candidate with max swizzle 1 (both rasters),
+  data-parallel and each stream-K decomposition, plus cuBLAS, checked and timed as in ``space``.
 * ``wide`` (not run unless named in ``--phases``): :mod:`validation.campaign_wide`'s
   problems, each split ``dev`` / ``held_out`` before anything runs, every candidate as in ``space``,
   fp16 and bf16; ``--publish`` writes held-out rows to their own file and no summary of them.
@@ -62,7 +65,7 @@ from hw_kernels import records as R
 from hw_kernels.host import KernelConfig
 from hw_kernels.rules import can_implement, config_problems
 from simulator.engine.out_path import check_output_dir
-from simulator.kernels.space import hw_space
+from simulator.kernels.space import HW_DECOMPOSITIONS, hw_space
 from validation import campaign_wide as W
 
 RESULT = "campaign.json"
@@ -121,6 +124,10 @@ SMALL_CONFIGS = [
     KernelConfig(schedule="pingpong", tile_n=64, cluster_m=2, raster="m", swizzle=4),
     KernelConfig(cluster_m=2, raster="heuristic", swizzle=4),
 ]
+#: The ``streamk`` phase's problems (fp16): few output tiles on a long K, M <= 128, and wave tails, in the
+#: order the time limit should keep them.
+STREAMK_SHAPES = [(512, 512, 32768), (128, 4096, 65536), (1536, 1536, 12288), (12000, 800, 3000), (64, 28672, 4096),
+                  (256, 1024, 65536), (32, 8192, 8192), (2304, 2304, 2304), (5000, 5000, 5000)]
 #: Launches per CUDA graph in the ``small`` phase.
 GRAPH_LAUNCHES = 20
 #: The instrumentation-overhead configs and problems.
@@ -131,18 +138,24 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 #: The host-launch-path problems.
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
-PHASES = ("launch", "overhead", "space", "bf16", "small", "wide")
+PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk")
 #: The wide phase writes its result file at most this often (s) and at its end.
 SAVE_EVERY_S = 30.0
-#: What runs without ``--phases``: every phase but ``wide`` (a campaign of its own, ~8 minutes).
-DEFAULT_PHASES = PHASES[:-1]
+#: What runs without ``--phases``: every phase but ``wide`` and ``streamk`` (campaigns of their own).
+DEFAULT_PHASES = PHASES[:-2]
 #: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
-SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide")
+SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk")
 
 
 def space_configs() -> list[KernelConfig]:
-    """The 96 candidates of ``hw_space()`` as span-instrumented KernelConfigs."""
-    return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space()]
+    """The 96 data-parallel candidates of ``hw_space()`` as span-instrumented KernelConfigs (the stream-K
+    ones are the ``streamk`` phase's)."""
+    return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space(HW_DECOMPOSITIONS[:1])]
+
+
+def streamk_configs() -> list[KernelConfig]:
+    """The ``streamk`` phase's candidates: every ``hw_space()`` config with max swizzle 1 (span-instrumented)."""
+    return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space() if d["swizzle"] == 1]
 
 
 def _span(cfgs):
@@ -162,6 +175,7 @@ def plan(quick: bool = False) -> dict:
         "bf16": {"shapes": BF16_SHAPES, "configs": _span(BF16_CONFIGS), "dtype": "bf16"},
         "small": {"shapes": SMALL_SHAPES, "configs": _span(SMALL_CONFIGS), "dtypes": ("fp16", "bf16")},
         "wide": _wide(W.run_order(), space),
+        "streamk": {"shapes": STREAMK_SHAPES, "configs": streamk_configs(), "dtype": "fp16"},
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -174,6 +188,9 @@ def plan(quick: bool = False) -> dict:
         quick_wide = [next(x for x in order if not x.held_out and x.dtype == "fp16"), next(x for x in order if x.held_out),
                       next(x for x in order if not x.held_out and x.dtype == "bf16")]
         p["wide"] = _wide(quick_wide, pick)
+        sk = streamk_configs()
+        p["streamk"] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
+                        "configs": [c for c in sk if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
     return p
 
 
@@ -193,7 +210,7 @@ def check_plan(p: dict) -> dict:
         for cfg in d["configs"]:
             probs = config_problems(cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.cluster_m, cfg.cluster_n, cfg.schedule,
                                     cfg.raster, cfg.swizzle, cfg.epilogue_tile_n, cfg.epilogue_store_stages,
-                                    cfg.instrument)
+                                    cfg.instrument, cfg.decomposition, cfg.splits, cfg.reduction)
             bad += [f"{phase}: {cfg.name()}: {x}" for x in probs]
             for dt in dtypes:
                 keys.setdefault(dt, set()).add(cfg.compile_key())
@@ -295,8 +312,8 @@ class Gpu:
         from validation.timing import span_and_clock
         if not runner.config.instrument:  # the uninstrumented twin (overhead phase) records nothing
             return {"span_ns": None, "clock_ghz": None, "slices": 0, "slices_expected": 0}
-        m, n, _ = runner.problem
-        return span_and_clock(runner.trace_buffer(slot), runner.cap, runner.grid_ctas(m, n))
+        m, n, k = runner.problem
+        return span_and_clock(runner.trace_buffer(slot), runner.cap, runner.grid_ctas(m, n, k))
 
     def zero_traces(self, runners):
         for r in runners:
@@ -870,6 +887,8 @@ class Campaign:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
         if "wide" in phases:
             self.phase_wide(p["wide"], quick)
+        if "streamk" in phases:
+            self.phase_rows("streamk", p["streamk"], budget_s=0.6 if quick else 1.5, max_rounds=15, min_rounds=5)
 
 
 # =============================================================================================== publish
@@ -896,9 +915,19 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
     dest.mkdir(parents=True, exist_ok=True)
     rows = _flat_rows(res)
     wide = [r for r in rows if r.get("phase") == "wide"]
-    rest = [r for r in rows if r.get("phase") != "wide"]
+    streamk = [r for r in rows if r.get("phase") == "streamk"]
+    rest = [r for r in rows if r.get("phase") not in ("wide", "streamk")]
     paths = []
-    if rest or not wide:
+    if streamk:
+        out = _published(res, streamk, rep)
+        keys = sorted({_problem_key(r) for r in streamk})
+        out.update({"problems": {kk: res.get("problems", {}).get(kk) for kk in keys},
+                    "nvml_sampler": res.get("nvml_sampler")})
+        paths += _write_published(dest, f"{STREAMK_BASE}{tag}", out, res, streamk, launches_npz)
+        pm = dest / f"{STREAMK_BASE}{tag}.md"
+        pm.write_text(streamk_markdown(out))
+        paths.append(pm)
+    if rest or not (wide or streamk):
         out = _published(res, rest, rep)
         out.update({"launch_path": res.get("launch_path"), "overhead": res.get("overhead")})
         if rep is not None:
@@ -926,6 +955,49 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
                 pm.write_text(W.wide_markdown(out, {"rows": len(held), "problems": probs}))
                 paths.append(pm)
     return paths
+
+
+#: The published files of the ``streamk`` phase (``.json``, ``.md``).
+STREAMK_BASE = "h200_streamk"
+
+
+def _fastest(rows: list[dict]) -> dict | None:
+    return min(rows, key=lambda x: x["event_us"], default=None)
+
+
+def streamk_markdown(pub: dict) -> str:
+    """The ``streamk`` phase's summary: per problem cuBLAS, our best (all candidates, data-parallel only,
+    stream-K scheduler only) and how many outputs were correct."""
+    cols = pub["columns"]
+    rows = [dict(zip(cols, r, strict=True)) for r in pub["rows"]]
+    env = pub["env"]
+    out = [f"# H200 stream-K / split-K campaign ({'DRY RUN: synthetic timings, not measurements' if env.get('dry_run') else 'measured'})",
+           "", f"`{env.get('command', '')}`; {env.get('device', '?')}, driver {env.get('driver', '?')}, CuTe DSL "
+           f"{env.get('nvidia_cutlass_dsl', '?')}, {env.get('date_utc', env.get('date', '?'))}. Median CUDA-event "
+           "time of launches queued behind a busy kernel, alternating with cuBLAS (torch.matmul) on the same "
+           "random-normal fp16 inputs; every output checked against a float32 reference first.", "",
+           "| problem | cuBLAS us | best (all) | us | x cuBLAS | best data-parallel | x cuBLAS | best stream-K scheduler "
+           "| x cuBLAS | correct |", "| --- | ---: | --- | ---: | ---: | --- | ---: | --- | ---: | ---: |"]
+    by: dict = {}
+    for r in rows:
+        by.setdefault((r["m"], r["n"], r["k"]), []).append(r)
+    for (m, n, k), rs in by.items():
+        cub = next((r["event_us"] for r in rs if r.get("kernel") == "cublas" and r.get("event_us")), None)
+        ours = [r for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us")]
+        ok = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok"))
+        checked = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok") is not None)
+
+        cells = []
+        for b in (_fastest(ours), _fastest([x for x in ours if "_d" not in x["config"]]),
+                  _fastest([x for x in ours if "_d" in x["config"]])):
+            ratio = cub / b["event_us"] if b and cub else None
+            cells.append((b["config"] if b else "-", b["event_us"] if b else None, ratio))
+        (a, au, ar), (d, _, dr), (s_, _, sr) = cells
+        out.append(f"| {m}x{n}x{k} | {_f(cub)} | {a} | {_f(au)} | {_f(ar, 2)} | {d} | {_f(dr, 2)} | {s_} | "
+                   f"{_f(sr, 2)} | {ok}/{checked} |")
+    out += ["", "x cuBLAS = cuBLAS time / ours (> 1: ours is faster). Config names: hw_kernels.host.KernelConfig.name() "
+            "(`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N; no `_d`: the static scheduler)."]
+    return "\n".join(out) + "\n"
 
 
 #: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).

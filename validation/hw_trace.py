@@ -92,6 +92,10 @@ def effective_clock_ghz(slices: dict) -> dict:
             "slices": int(g.size)}
 
 
+#: C_FIXUP record stage -> the trace's span kind (the model's names, simulator.kernels.fixup).
+_FIXUP_KINDS = {R.FIXUP_STORE: "fixup_store", R.FIXUP_REDUCE: "fixup_reduce", R.FIXUP_LOAD: "fixup_load"}
+
+
 def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
     """Build a Trace from a record buffer. ``meta`` must hold ``capacity``, ``ctas`` and ``config``
     (the KernelConfig dict); everything in it is copied into the trace's metadata."""
@@ -197,6 +201,10 @@ def to_trace(buf: np.ndarray, meta: dict, *, min_wait_cycles: int = 0) -> Trace:
                 add("wait", cyc[i, 2], cyc[i, 3], tile=t, stage=1, barrier="math_order")
             for i in np.nonzero(kind == R.C_STORE_TAIL)[0]:
                 add("wait", cyc[i, 0], cyc[i, 1], barrier="epilogue.store_drain")
+            for i in np.nonzero(kind == R.C_FIXUP)[0]:  # stream-K / split-K: the flag wait, then the work
+                t = (tm[i], tn[i], 0)
+                add("wait", cyc[i, 0], cyc[i, 1], tile=t, k=index[i], barrier="fixup")
+                add(_FIXUP_KINDS.get(int(stage[i]), "fixup_store"), cyc[i, 0], cyc[i, 2], tile=t, k=index[i])
         if first_tile_start is not None:
             add("prologue", 0, first_tile_start)
 

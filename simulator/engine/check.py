@@ -59,9 +59,12 @@ PURPOSE = {
     "math_order": "the order of the ping-pong warpgroups' mainloops and epilogues (the tensor core and the SMEM "
                   "store buffers they share)",
     "epilogue_named": "the sync of the tile's consumer threads before each subtile's TMA store",
+    "fixup": "the stream-K / split-K fixup flag: a split's partials are added to the workspace and loaded back "
+             "only after the earlier splits' partials are there",
 }
 #: Barriers that guard data the race detectors track (SMEM stages, TMEM accumulators and their lifetime).
-DATA_GUARDS = ("mainloop", "accumulator", "clc", "epi_load", "tmem_dealloc", "epilogue_named", "math_order")
+DATA_GUARDS = ("mainloop", "accumulator", "clc", "epi_load", "tmem_dealloc", "epilogue_named", "math_order",
+               "fixup")
 #: Other ordering in the seed that can keep a producer behind its consumers when a wait is dropped.
 ALSO_ORDERED_BY = {
     "clc.empty": "the CLC throttle lets the Sched warp query only once per tile MainloopLoad of CTA 0 starts",
@@ -124,6 +127,32 @@ _SM90_VARIANTS = (
 )
 
 
+#: Stream-K / split-K cases (the fixup flag): 6 tiles of 40 K-blocks on the 16 SMs, so stream-K units
+#: span tile boundaries and some tiles have three or more peers (middle splits add into the workspace).
+_STREAM_K_SHAPE = {"m": 256, "n": 192, "k": 2560}
+_SM100_STREAM_K = (
+    ("sm100-1sm-1x1-streamk", True, (1, 1), {"decomposition": "stream_k"}),
+    ("sm100-1sm-1x1-streamk-nondet", True, (1, 1), {"decomposition": "stream_k", "reduction": "nondeterministic"}),
+    ("sm100-1sm-1x1-splitk-c", True, (1, 1), {"decomposition": "split_k", "splits": 3, "read_c": True}),
+    ("sm100-2sm-2x1-streamk", False, (2, 1), {"decomposition": "stream_k", "m": 512}),
+    ("sm100-1sm-2x2-heuristic-ragged", True, (2, 2), {"decomposition": "heuristic", "m": 250, "n": 120, "k": 2552}),
+)
+_SM90_STREAM_K = (
+    ("sm90-coop-1x1-streamk", (1, 1), {"decomposition": "stream_k"}),
+    ("sm90-coop-1x1-streamk-nondet", (1, 1), {"decomposition": "stream_k", "reduction": "nondeterministic"}),
+    ("sm90-coop-2x1-splitk-c", (2, 1), {"decomposition": "split_k", "splits": 3, "read_c": True}),
+    ("sm90-coop-1x2-heuristic-ragged", (1, 2), {"decomposition": "heuristic", "m": 250, "n": 120, "k": 2552}),
+)
+
+
+def stream_k_cases() -> list[Case]:
+    """The grid's stream-K / split-K configs of both kernels (:data:`_SM100_STREAM_K`, :data:`_SM90_STREAM_K`)."""
+    out = [_sm100(cid, one, cl, **(_STREAM_K_SHAPE | kw)) for cid, one, cl, kw in _SM100_STREAM_K]
+    out += [_sm90(cid, "cooperative", cl, **(_STREAM_K_SHAPE | {"mainloop_stages": 4} | kw))
+            for cid, cl, kw in _SM90_STREAM_K]
+    return out
+
+
 def sm90_one_stage() -> Case:
     """SM90 with one mainloop stage: not in the grid (see :data:`_SM90_VARIANTS`); the catalogue shows
     what its unmutated run does."""
@@ -148,7 +177,7 @@ def full_grid() -> list[Case]:
     for sched, cl in (("cooperative", (1, 1)), ("cooperative", (1, 2)), ("cooperative", (2, 2)),
                       ("pingpong", (2, 1)), ("pingpong", (1, 2)), ("pingpong", (2, 2))):
         cases.append(_sm90(f"sm90-{'coop' if sched == 'cooperative' else 'pp'}-{cl[0]}x{cl[1]}", sched, cl))
-    return cases + _long_cases()
+    return cases + _long_cases() + stream_k_cases()
 
 
 def _long_cases() -> list[Case]:
@@ -168,7 +197,8 @@ def _long_cases() -> list[Case]:
 def quick_grid() -> list[Case]:
     """The CI grid: a slice of :func:`full_grid` that touches every barrier of both kernels."""
     want = ("sm100-2sm-2x1", "sm100-1sm-1x1-ragged-c-static", "sm100-1sm-2x2-ovl", "sm100-2sm-2x2-c-ld1",
-            "sm100-1sm-1x1-long", "sm90-coop-2x1-c", "sm90-pp-1x1-c")
+            "sm100-1sm-1x1-long", "sm90-coop-2x1-c", "sm90-pp-1x1-c", "sm100-1sm-1x1-streamk",
+            "sm90-coop-1x1-streamk")
     by_id = {c.id: c for c in full_grid()}
     return [by_id[w] for w in want]
 
@@ -289,6 +319,9 @@ def _purpose_key(target: str) -> str:
 def explain(m: Mutation, base: SimResult, res: SimResult) -> str:
     """Why a mutation that ran changed nothing the detectors see (``UNEXPLAINED`` if no rule applies)."""
     t = f"kernel time {base.cycles:.0f} -> {res.cycles:.0f} cycles"
+    if m.target == "fixup" and not base.workspace_write_bytes:
+        return (f"no tile is split in this run ({base.decomposition or 'data-parallel'}): the fixup flag is never "
+                f"used ({t})")
     if m.family in ("count", "factor"):
         wait = "epilogue_throttle" if m.target.startswith("epilogue_throttle") else m.target
         _, no_waiter = waits_in_use(res.config)
@@ -307,7 +340,8 @@ def explain(m: Mutation, base: SimResult, res: SimResult) -> str:
                     f"never blocked), so the roles run as before ({t})" + (f"; the barrier is {purpose}" if purpose
                                                                            else "") + (f".{latent}" if latent else ""))
     if guards:
-        buf = {"epilogue_named": "epilogue store", "math_order": "epilogue store", "tmem_dealloc": "TMEM"}.get(key, key)
+        buf = {"epilogue_named": "epilogue store", "math_order": "epilogue store", "tmem_dealloc": "TMEM",
+               "fixup": "stream-K workspace"}.get(key, key)
         also = ALSO_ORDERED_BY.get(m.target) or ALSO_ORDERED_BY.get(key)
         return (f"the race detectors saw every round of the {buf} buffers read after it landed and before it "
                 f"was overwritten ({t})" + (f": {also}" if also else "") + f".{latent}")
@@ -457,7 +491,7 @@ def _family_of(k: ProtocolKnobs) -> tuple[str, str]:
     """The mutation family and target of a user's knobs (one change), for :func:`explain`."""
     one = [("wait", k.skip_wait), ("parity", k.wrong_parity), ("expect_tx", [p for p, _ in k.expect_tx]),
            ("release", k.skip_release), ("start_phase", [p for p, _ in k.producer_start_phase]),
-           ("count", [b for b, _ in k.arrival_counts])]
+           ("count", [b for b, _ in k.arrival_counts] + (["fixup"] if k.fixup_delta else []))]
     given = [(f, names) for f, names in one if names]
     if not k.clc_throttle:
         given.append(("throttle", ["clc_throttle"]))

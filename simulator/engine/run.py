@@ -103,6 +103,9 @@ class SimResult:
     race_count: int = 0
     race_kinds: dict = field(default_factory=dict)    # race kind -> how many
     first_race_cycle: float | None = None
+    decomposition: str = ""                            # the stream-K scheduler's work units ("": data-parallel)
+    workspace_write_bytes: int = 0                    # partial accumulators into the stream-K workspace
+    workspace_read_bytes: int = 0                     # ... and out of it (L2 atomics read what they add to)
     l2_load_bytes: int = 0            # bytes of every TMA load (L2 -> SM traffic, hits and misses)
     #: With ``clock="predicted"``: the clock the power model settled on, the power there, what limited
     #: it and the power model's constants (:meth:`simulator.engine.power_clock.PredictedClock.summary`).
@@ -134,6 +137,7 @@ class SimResult:
             "violation_count": self.violation_count, "violations": list(self.violations),
             "deadlock": self.deadlock.to_dict() if self.deadlock is not None else None,
             "races": list(self.races), "race_count": self.race_count, "race_kinds": sorted(self.race_kinds.items()),
+            "workspace_write_bytes": self.workspace_write_bytes, "workspace_read_bytes": self.workspace_read_bytes,
         }
 
     def tile_check(self) -> tuple[int, int]:
@@ -184,7 +188,8 @@ class SimResult:
             "engine_note": self.engine_note,
             "late_start": self.meta.get("late_start"),
             "clock_prediction": self.clock_prediction,
-        }
+        } | ({"decomposition": self.decomposition, "workspace_write_bytes": self.workspace_write_bytes,
+              "workspace_read_bytes": self.workspace_read_bytes} if self.decomposition else {})
 
 
 #: The event loops ``simulate(engine=...)`` runs on.
@@ -516,6 +521,8 @@ def simulate(cfg=None, arch: ArchSpec | str | None = None, *, knobs: ProtocolKno
         race_kinds=dict(races.kinds) if races is not None else {},
         first_race_cycle=races.first_cycle if races is not None else None, meta=meta,
         l2_load_bytes=mem.load_bytes,
+        decomposition=kernel.decomp.summary() if getattr(kernel, "decomp", None) is not None else "",
+        workspace_write_bytes=mem.workspace_write_bytes, workspace_read_bytes=mem.workspace_read_bytes,
     )
 
 

@@ -41,6 +41,9 @@ KINDS: tuple[str, ...] = (
     "tile",         # a role's whole span of work on one output tile
     "acc_handoff",  # instant: MMA committed an accumulator stage to the epilogue
     "prologue",     # a role's start-up (barrier init, TMEM allocation, descriptor prefetch)
+    "fixup_store",  # stream-K / split-K: the first split's partial accumulators stored to the workspace + arrive
+    "fixup_reduce",  # a middle split's partials added into the workspace (atomics) + arrive
+    "fixup_load",   # the final split loads the workspace and adds it to its accumulators (then the epilogue)
 )
 
 COLUMNS: tuple[str, ...] = (

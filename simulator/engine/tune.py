@@ -23,7 +23,12 @@ tiles per tensor core, times the K-blocks of a tile, times the model's own tenso
 K-block (the larger of the FLOP time and the SMEM-operand time, from the kernel's Timing); (b) the
 compulsory HBM bytes at the HBM bandwidth; (a) also waits for the first load (an L2 hit's latency
 and the TMA overhead, the least any load takes) and ends with the last store's HBM latency (SM90: the
-least a TMA store takes to be read and written). Candidates are simulated in order of their bound; a
+least a TMA store takes to be read and written). With the stream-K scheduler (a ``decomposition`` other
+than data-parallel) the tensor-core term counts K-blocks per work unit instead of whole tiles: the
+busiest resident cluster's K-blocks (SM90: its units i, i + grid, ... are fixed; SM100, whose CLC
+hands units out as clusters ask: the larger of one unit's K-blocks and all K-blocks spread evenly over
+the resident clusters); the fixup's own time is left out (a bound may be low, never high).
+Candidates are simulated in order of their bound; a
 candidate whose bound is not below the ``max(top, beam)``-th best time simulated so far is not
 simulated (row status "pruned"). A candidate that differs from a simulated one only in raster or
 swizzle and hands out the same tiles in the same order is not simulated again either (its row
@@ -53,8 +58,14 @@ from simulator.engine.sweep import (
     iter_rows,
 )
 from simulator.errors import ConfigError, SimulationLimitError
+from simulator.kernels import stream_k
 from simulator.kernels.gemm_config import check_shape
-from simulator.kernels.scheduler import TileRaster, max_resident_clusters, static_grid_clusters
+from simulator.kernels.scheduler import (
+    StreamKTileScheduler,
+    TileRaster,
+    max_resident_clusters,
+    static_grid_clusters,
+)
 from simulator.kernels.space import Space, make_space
 from simulator.machine.arch import ArchSpec, as_arch
 from simulator.machine.provenance import arch_provenance, provenance_lines
@@ -90,11 +101,28 @@ def kblock_tensor_cycles(cfg, arch: ArchSpec) -> float:
     return Sm100Timing.derive(cfg, arch).kblock_mma_cycles
 
 
+def busiest_kblocks(cfg, arch: ArchSpec) -> int | None:
+    """K-blocks the busiest tensor core computes at least, with the stream-K scheduler (None without)."""
+    d = stream_k.for_config(cfg, arch)
+    if d is None:
+        return None
+    per_unit = [sum(s.k_count for s in u) for u in d.units]
+    if not per_unit:
+        return 0
+    if cfg.arch_name == "sm90":
+        grid = max(1, d.grid_clusters)
+        return max(sum(per_unit[c::grid]) for c in range(min(grid, len(per_unit))))
+    resident = max(1, min(d.grid_units, max_resident_clusters(cfg, arch)))
+    return max(max(per_unit), -(-sum(per_unit) // resident))
+
+
 def lower_bound_ns(cfg, arch: ArchSpec) -> float:
     """A time the simulator cannot beat for resolved ``cfg`` (see the module docstring)."""
-    tiles = cfg.tiles_m * cfg.tiles_n * cfg.l
-    per_unit = -(-tiles // tensor_core_units(cfg, arch))
-    tc_cycles = per_unit * cfg.k_tiles * kblock_tensor_cycles(cfg, arch)
+    kblocks = busiest_kblocks(cfg, arch)
+    if kblocks is None:
+        tiles = cfg.tiles_m * cfg.tiles_n * cfg.l
+        kblocks = -(-tiles // tensor_core_units(cfg, arch)) * cfg.k_tiles
+    tc_cycles = kblocks * kblock_tensor_cycles(cfg, arch)
     # No MMA before its first K-block has landed (at best an L2 hit), and the kernel ends after the
     # last tile's store has been written (SM100: reached HBM; SM90: read out of SMEM and written).
     if cfg.arch_name == "sm90":
@@ -109,15 +137,38 @@ def lower_bound_ns(cfg, arch: ArchSpec) -> float:
     return arch.launch_overhead_ns.value + (max(tc_cycles + latency, hbm_cycles)) / arch.clock_ghz.value
 
 
-def _schedule_key(cfg) -> tuple:
+def _schedule_key(cfg, arch: ArchSpec | None = None) -> tuple:
     """Everything that can matter to a simulation except raster and swizzle, plus the tile order
-    they produce (linear cluster id -> cluster tile)."""
+    they produce (linear cluster id -> cluster tile; with the stream-K scheduler, each work unit's
+    tiles and K ranges, which raster and swizzle also decide: ``arch`` needed)."""
+    if getattr(cfg, "decomposition", "data_parallel") != "data_parallel":
+        if arch is None:
+            raise ValueError("_schedule_key of a stream-K config needs the arch")
+        sk = StreamKTileScheduler(cfg, stream_k.for_config(cfg, arch))
+        units = []
+        for u in range(len(sk.units)):
+            w = sk.unit_work(u)
+            segs = []
+            while w is not None and w.is_valid:
+                segs.append((w.m_idx, w.n_idx, w.l_idx, w.k_start, w.k_count))
+                w = sk.continue_work(w)
+            units.append(tuple(segs))
+        return (replace(cfg, raster="-", swizzle=0), "stream-k", tuple(units))
     r = TileRaster(cfg)
     order = tuple((w.m_idx, w.n_idx, w.l_idx) for w in (r.cluster_tile(i) for i in range(r.num_clusters)))
     return (replace(cfg, raster="-", swizzle=0), r.kind, order)
 
 
 # ----------------------------------------------------------------------------------------- result
+def _decomposition_tag(cfg: dict) -> str:
+    """`` sk`` (stream-K), `` heur`` (CUTLASS's heuristic), `` splitK4``; "" for the kernel's own scheduler."""
+    dec = cfg.get("decomposition", "data_parallel")
+    if dec in (None, "", "data_parallel"):
+        return ""
+    tag = {"stream_k": "sk", "heuristic": "heur"}.get(dec, f"splitK{cfg.get('splits', 1)}")
+    return f" {tag}" + ("/nd" if cfg.get("reduction") == "nondeterministic" else "")
+
+
 def describe_config(cfg: dict, arch_name: str = "") -> str:
     """A compact one-line description of a (resolved) config dict, for tables."""
     g = cfg.get
@@ -125,11 +176,12 @@ def describe_config(cfg: dict, arch_name: str = "") -> str:
         mode = "2SM" if g("use_2sm") else "1SM"
         return (f"{mode} {g('mma_tile_m')}x{g('mma_tile_n')} c{g('cluster_m')}x{g('cluster_n')} {g('tile_scheduler')} "
                 f"r:{g('raster')} sw{g('swizzle')} epi {g('epilogue_tile_m')}x{g('epilogue_tile_n')} "
-                f"st {g('mainloop_stages')}/{g('accumulator_stages')}/{g('epilogue_store_stages')}")
+                f"st {g('mainloop_stages')}/{g('accumulator_stages')}/{g('epilogue_store_stages')}"
+                + _decomposition_tag(cfg))
     sched = "coop" if g("schedule") == "cooperative" else "pp"
     return (f"{sched} {g('tile_m')}x{g('tile_n')} c{g('cluster_m')}x{g('cluster_n')} r:{g('raster')} "
             f"sw{g('swizzle')} epi {g('epilogue_tile_m')}x{g('epilogue_tile_n')} "
-            f"st {g('mainloop_stages')}/{g('epilogue_store_stages')}")
+            f"st {g('mainloop_stages')}/{g('epilogue_store_stages')}" + _decomposition_tag(cfg))
 
 
 @dataclass
@@ -344,7 +396,7 @@ class _Search:
                 shape = replace(r, raster="-", swizzle=0)
                 key = None
                 if shape in self.shapes:
-                    key = _schedule_key(r)
+                    key = _schedule_key(r, self.arch)
                     if key in self.keys:
                         self.rows[i] = Row(index=i, config=config_dict(r), arch=self.arch.name, status="dup",
                                            extra=extra)
@@ -353,7 +405,7 @@ class _Search:
                         bar.update()
                         continue
                 self.shapes.add(shape)
-                self.keys[key if key is not None else _schedule_key(r)] = i
+                self.keys[key if key is not None else _schedule_key(r, self.arch)] = i
                 self.rows[i] = Row(index=i, config=config_dict(r), arch=self.arch.name, status="running",
                                    extra=extra)
                 return i, c

@@ -73,6 +73,11 @@ RASTERS = ("m", "n", "heuristic")
 SM100_TILE_SCHEDULERS = ("clc", "static")
 SM90_TILE_SCHEDULERS = ("static",)
 SM90_SCHEDULES = ("cooperative", "pingpong")
+#: DecompositionMode (tile_scheduler_detail.hpp) as config values; "data_parallel" is the kernel's own
+#: tile scheduler (CUTLASS's default), the others select the stream-K scheduler with that mode.
+DECOMPOSITIONS = ("data_parallel", "heuristic", "split_k", "stream_k")
+#: ReductionMode (tile_scheduler_detail.hpp).
+REDUCTIONS = ("deterministic", "nondeterministic")
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -150,6 +155,11 @@ class GemmConfigBase:
                          self.TILE_SCHEDULER_RULE)
         em, en = self.epi_tile
         check_epilogue_tile(em, en, self.cta_tile_m, self.cta_tile_n)
+        check_decomposition(self.decomposition, self.splits, self.reduction, self._stream_k_refusal())
+
+    def _stream_k_refusal(self) -> str:
+        """Why this kernel config cannot take the stream-K scheduler ("" if it can)."""
+        return ""
 
     def _check_given_tiles(self) -> None:  # pragma: no cover - every config defines it
         raise NotImplementedError
@@ -204,6 +214,9 @@ class GemmConfigBase:
                 f"mainloop_stages={r.mainloop_stages}: SMEM overflow: {r.mainloop_stages} x {r.mainloop_stage_bytes} B "
                 f"stages + {' + '.join(r._smem_parts())} = {used} B > {cap} B per CTA")
         r._check_resources(arch, allow_protocol_experiments)
+        if r.scheduler_sm_count is not None and r.scheduler_sm_count > arch.sm_count.value:
+            raise ConfigError(f"scheduler_sm_count={r.scheduler_sm_count}: more SMs than {arch.name} has "
+                              f"({arch.sm_count.value:g}); KernelHardwareInfo::sm_count is at most the device's")
         check_epilogue(r.epilogue_tile_m, r.epilogue_tile_n, r.cta_tile_m, r.cta_tile_n,
                        r.epilogue_load_stages, r.epilogue_store_stages)
         # TMA: 16 B aligned strides (A, B K-major; C, D N-major), each stride < 2^40 B.
@@ -322,6 +335,7 @@ INT32_MAX = 2**31 - 1
 TMA_MAX_STRIDE_BYTES = 1 << 40
 #: Fields that do not change the SMEM a kernel needs (left out when naming what the user set).
 _NOT_SMEM_FIELDS = frozenset({"m", "n", "k", "l", "raster", "swizzle", "tile_scheduler", "cluster_m",
+                              "decomposition", "splits", "reduction", "scheduler_sm_count",
                               "cluster_n", "overlapping_accum"})
 _HINTS: dict[type, dict[str, Any]] = {}
 
@@ -414,6 +428,8 @@ _POSITIVE_RULE = {
     "epilogue_tile_n": "an epilogue subtile has at least one column",
     "cluster_m": "cluster dimensions must be >= 1",
     "cluster_n": "cluster dimensions must be >= 1",
+    "splits": "the split count must be >= 1 (sm90_tile_scheduler_stream_k.hpp can_implement: splits >= 1)",
+    "scheduler_sm_count": "the stream-K scheduler needs at least 1 SM (KernelHardwareInfo::sm_count)",
 }
 
 
@@ -478,6 +494,23 @@ def check_tile_order(tile_scheduler: str, raster: str, swizzle: int, schedulers:
         raise ConfigError(f"raster={raster!r}: unknown; valid: {', '.join(RASTERS)}")
     if swizzle not in SWIZZLES:
         raise ConfigError(f"swizzle={swizzle}: max swizzle size must be one of {SWIZZLES}")
+
+
+def check_decomposition(decomposition: str, splits: int, reduction: str, refusal: str) -> None:
+    """The stream-K scheduler's arguments (``PersistentTileSchedulerSm90StreamK::Arguments``):
+    decomposition and reduction names, ``splits > 1`` only with the heuristic or split-K
+    (sm90_tile_scheduler_stream_k.hpp ``can_implement``), and ``refusal``: why the kernel cannot take
+    the stream-K scheduler at all ("" if it can)."""
+    if decomposition not in DECOMPOSITIONS:
+        raise ConfigError(f"decomposition={decomposition!r}: unknown; valid: {', '.join(DECOMPOSITIONS)}")
+    if reduction not in REDUCTIONS:
+        raise ConfigError(f"reduction={reduction!r}: unknown; valid: {', '.join(REDUCTIONS)}")
+    if splits > 1 and decomposition not in ("heuristic", "split_k"):
+        raise ConfigError(f"splits={splits} with decomposition={decomposition!r}: a split count > 1 is valid only "
+                          "for the heuristic and split-K decompositions (sm90_tile_scheduler_stream_k.hpp "
+                          "can_implement)")
+    if decomposition != "data_parallel" and refusal:
+        raise ConfigError(f"decomposition={decomposition!r}: {refusal}")
 
 
 def check_cluster_size(cm: int, cn: int, arch: ArchSpec, rule: str = "") -> None:

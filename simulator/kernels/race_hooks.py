@@ -16,7 +16,10 @@ stage), the round (the role's own ``PipelineState.count // stages``) and the int
   ``fetch_next_work``;
 * SM90 mainloop stage: A and B slices from the CTA's cluster row and column, read by a consumer
   warpgroup (its wgmma batch -> its release); SM90 store buffers: each consumer warpgroup writes its
-  share of a subtile, the TMA store reads it.
+  share of a subtile, the TMA store reads it;
+* the stream-K / split-K workspace slice of each fixup flag (global memory): a peer's partial stored or
+  added (issued -> acknowledged) is written in the round of its place in K order, the next peer's add or
+  the final split's load reads it (:mod:`simulator.kernels.fixup` numbers the rounds).
 """
 
 from __future__ import annotations
@@ -124,3 +127,19 @@ def sm90_store_buffer(k: Any, cta: Any, subtile: int, t_start: float, t_end: flo
         b.write(subtile // n, t_start, t_end, 1, role.who)
     else:
         b.read(subtile // n, t_start, t_end, f"{role.who} (TMA store)")
+
+
+# ----------------------------------------------------------------------- stream-K / split-K fixup
+def _workspace(k: Any, lock: Any):
+    """The workspace slice behind one fixup flag (global memory), one round per ordered access."""
+    return k.races.buffer(("workspace", lock.name), lock.name.replace("fixup", "workspace"), 1)
+
+
+def fixup_write(k: Any, lock: Any, rnd: int, t_issue: float, t_done: float, role: Any) -> None:
+    """A peer's partial stored (or added atomically) into the workspace: issued -> acknowledged."""
+    _workspace(k, lock).write(rnd, t_issue, t_done, 1, role.who)
+
+
+def fixup_read(k: Any, lock: Any, rnd: int, t_start: float, t_end: float, role: Any) -> None:
+    """A peer reads what the earlier peers wrote (the final peer's load, an atomic add's read)."""
+    _workspace(k, lock).read(rnd, t_start, t_end, role.who)

@@ -67,13 +67,23 @@ SM90_GRID_LAUNCHERS = ("dsl", "cutlass")
 
 @dataclass(frozen=True, slots=True)
 class WorkTileInfo:
-    """A cluster tile: ``m_idx``/``n_idx`` count clusters along M/N (not CTAs, not MMA tiles)."""
+    """A cluster tile: ``m_idx``/``n_idx`` count clusters along M/N (not CTAs, not MMA tiles).
+
+    With the stream-K scheduler (:class:`StreamKTileScheduler`) a work tile is one segment of a work
+    unit: K tiles ``[k_start, k_start + k_count)`` of the tile (``k_count`` 0: all of them, a
+    data-parallel tile), ``unit``/``seg`` the unit and the segment's place in it, ``tile_id`` the
+    tile's index in the decomposition, and ``linear`` the unit."""
 
     m_idx: int
     n_idx: int
     l_idx: int
     is_valid: bool
     linear: int = -1  # the scheduler's linear cluster id this tile came from (-1: none)
+    k_start: int = 0
+    k_count: int = 0
+    unit: int = -1
+    seg: int = 0
+    tile_id: int = -1
 
     @classmethod
     def invalid(cls) -> WorkTileInfo:
@@ -478,6 +488,38 @@ class StaticPersistentScheduler:
         return self.raster.cluster_tile(cur)
 
 
+class StreamKTileScheduler:
+    """The work of a stream-K / split-K decomposition (:mod:`simulator.kernels.stream_k`) as work tiles:
+    ``unit_work(u)`` is unit ``u``'s first segment (INVALID past the last unit), ``continue_work(w)`` the
+    next segment of ``w``'s unit or None (sched ``continue_current_work``: a unit spanning several
+    tiles keeps its WorkTileInfo, no new CLC response is consumed)."""
+
+    def __init__(self, cfg: GemmConfig, decomposition) -> None:
+        self.d = decomposition
+        over = dict(decomposition.raster_overrides)
+        self.raster = TileRaster(replace(cfg, **over) if over else cfg, decomposition.raster_kind)
+        self.units = decomposition.units
+        self.k_tiles = decomposition.k_tiles
+
+    def _work(self, u: int, i: int) -> WorkTileInfo:
+        seg = self.units[u][i]
+        w = self.raster.cluster_tile(seg.cluster_tile)
+        if not w.is_valid:
+            return INVALID
+        count = seg.k_count if seg.k_count != self.k_tiles else 0
+        return replace(w, linear=u, k_start=seg.k_start, k_count=count, unit=u, seg=i, tile_id=seg.cluster_tile)
+
+    def unit_work(self, u: int) -> WorkTileInfo:
+        if u < 0 or u >= len(self.units) or not self.units[u]:
+            return INVALID
+        return self._work(u, 0)
+
+    def continue_work(self, work: WorkTileInfo) -> WorkTileInfo | None:
+        if work.unit < 0 or work.seg + 1 >= len(self.units[work.unit]):
+            return None
+        return self._work(work.unit, work.seg + 1)
+
+
 def make_scheduler(cfg: GemmConfig, arch: ArchSpec) -> ClcTileScheduler | StaticPersistentScheduler:
     return ClcTileScheduler(cfg, arch) if _uses_clc(cfg) else StaticPersistentScheduler(cfg, arch)
 
@@ -517,6 +559,7 @@ def tile_sequence(cfg: GemmConfig, arch: ArchSpec) -> list[list[WorkTileInfo]]:
 
 __all__ = [
     "WorkTileInfo", "INVALID", "TileRaster", "ClcHardware", "ClcTileScheduler", "StaticPersistentScheduler",
+    "StreamKTileScheduler",
     "make_scheduler", "tile_sequence", "cta_tile_coord", "mma_tiles_of", "mma_tile_in_problem", "raster_for",
     "problem_ctas", "max_resident_clusters", "static_grid_clusters", "sm90_max_cta_occupancy",
     "gpc_sm_counts", "gpc_cluster_capacity", "sm90_placement_domains", "sm90_cluster_capacity",

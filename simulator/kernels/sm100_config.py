@@ -59,6 +59,12 @@ class Sm100GemmConfig(GemmConfigBase):
     raster: str = "heuristic"
     swizzle: int = 1
     overlapping_accum: bool = False
+    # The stream-K scheduler (PersistentTileSchedulerSm100StreamK::Arguments; simulator.kernels.stream_k):
+    # "data_parallel" is the kernel's own scheduler (CUTLASS's default), no fixup.
+    decomposition: str = "data_parallel"
+    splits: int = 1
+    reduction: str = "deterministic"
+    scheduler_sm_count: int | None = None   # KernelHardwareInfo::sm_count the scheduler sees (None: the arch's)
 
     SM_VERSION = 100
     MMA_INSTRUCTION = "tcgen05.mma (mma_sm100_umma.hpp)"
@@ -288,6 +294,15 @@ class Sm100GemmConfig(GemmConfigBase):
 
     def _smem_parts(self) -> list[str]:
         return [f"{self.kernel_smem_carveout_bytes} B kernel carve-out", f"{self.epilogue_smem_bytes} B epilogue"]
+
+    def _stream_k_refusal(self) -> str:
+        if self.tile_scheduler != "clc":
+            return (f"tile_scheduler={self.tile_scheduler!r}: the SM100 stream-K scheduler "
+                    "(PersistentTileSchedulerSm100StreamK) hands its units out through CLC; use tile_scheduler='clc'")
+        if self.overlapping_accum:
+            return ("overlapping_accum=True: not modelled with the stream-K scheduler (the seed's fixup releases "
+                    "whole accumulator stages)")
+        return ""
 
     def _check_resources(self, arch: ArchSpec, allow_protocol_experiments: bool) -> None:
         """Accumulators in TMEM; CUTLASS's accumulator-stage rules unless experimenting."""

@@ -51,15 +51,17 @@ Time is in SM cycles. Every constant comes from :class:`simulator.machine.arch.A
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import simpy
 
-from simulator.kernels import race_hooks
+from simulator.kernels import race_hooks, stream_k
 from simulator.kernels.common import NUM_THREADS_PER_WARP, Cluster, ConfigSnapshot, RoleBase, RunStats
+from simulator.kernels.fixup import FIXUP_CONSTANTS, Fixup
 from simulator.kernels.launch import LateStart
 from simulator.kernels.scheduler import (
     ClcHardware,
+    StreamKTileScheduler,
     TileRaster,
     WorkTileInfo,
     cta_tile_coord,
@@ -69,7 +71,12 @@ from simulator.kernels.scheduler import (
 )
 from simulator.kernels.tma_alignment import L2_MISALIGNED_COST, TMA_MISALIGNED_COST, RowPitchCost
 from simulator.machine.memory import MemorySystem
-from simulator.protocol.arrivals import KernelFacts, sm100_arrival_counts, sm100_barrier_counts
+from simulator.protocol.arrivals import (
+    KernelFacts,
+    sm100_arrival_counts,
+    sm100_barrier_counts,
+    sm100_fixup_counts,
+)
 from simulator.protocol.deadlock import barrier_stage
 from simulator.protocol.knobs import ProtocolKnobs
 from simulator.protocol.mbarrier import ClusterBarrier, MBarrier, NamedBarrier, call_at
@@ -227,6 +234,7 @@ class Cta:
         # Tensor-core availability (MMA leader of a pair).
         self.tc_free = 0.0
         self.ingress_free = 0.0      # this SM's TMA ingress (bytes landing in its SMEM) is busy until then
+        self.lsu_free = 0.0          # this SM's plain loads/stores (stream-K workspace) are busy until then
         self.load_plan = k.mainloop_load_plan(self)
         self.load_bytes = sum(b for _, b in self.load_plan[3])
         self.roles: list[Role] = []
@@ -259,6 +267,11 @@ class Role(RoleBase):
         k = self.k
         if k.cfg.tile_scheduler == "static":
             return k.static_next(self.cta.cluster, work), False
+        if k.sk is not None:
+            # A stream-K unit spanning several tiles: its next tile, no CLC response consumed.
+            nxt = k.sk.continue_work(work)
+            if nxt is not None:
+                return nxt, False
         st = self.clc_state
         full = self.cta.clc.full[st.index]
         ev = full.wait(st.phase, self.who)
@@ -318,8 +331,11 @@ class MainloopLoad(Role):
                 throttle_state.advance()
             t_tile = self._time()
             loads = k.tile_loads(cta, tile)
-            for kb in range(k_tiles):
-                if kb == prologue and do_load_order_arrive:
+            kb0 = work.k_start
+            kn = work.k_count if work.k_count else k_tiles
+            prologue = min(cfg.mainloop_stages, kn)
+            for kb in range(kb0, kb0 + kn):
+                if kb - kb0 == prologue and do_load_order_arrive:
                     cta.load_order.arrive(self.who, self.threads)
                     do_load_order_arrive = False
                 ev = pipe.producer_acquire(state, who)
@@ -393,13 +409,15 @@ class Mma(Role):
                 t_tile = self._time()
                 done = self._time()
                 first = done
-                for kb in range(cfg.k_tiles):
+                kb0 = work.k_start
+                kn = work.k_count if work.k_count else cfg.k_tiles
+                for kb in range(kb0, kb0 + kn):
                     ev = ml.consumer_wait(ml_state, who)
                     if ev is not None:
                         t0 = self._time()
                         yield ev
                         self._waited("mainloop.full", ml_state.index, t0, tile, kb)
-                    if overlapping and kb == 0:
+                    if overlapping and kb == kb0:
                         # Overlapping accumulators: the first K-block's data is in; now wait until the
                         # epilogue has read the TMEM column this tile shares with the previous one.
                         ev = acc.producer_acquire(acc_state, self.who)
@@ -478,8 +496,14 @@ class EpilogueLoad(Role):
         races = self.races
         while True:
             tile = self.tile_of(work)
+            compute_epilogue = not work.k_count or k.fixup.is_final(work)
             res = yield from self.fetch_next_work(work)
             next_work = res[0]
+            if not compute_epilogue:
+                work = next_work
+                if not work.is_valid:
+                    break
+                continue
             if do_load_order_wait:
                 ev = cta.load_order.wait(self.who)
                 if ev is not None:
@@ -547,6 +571,16 @@ class Epilogue(Role):
             # is released after the last TMEM load (overlapping accumulators: after the last M
             # subtile of the first N column, which is the TMEM column the next tile shares).
             t_tile = self._time()
+            if work.k_count:
+                # scheduler.fixup (tmem_fixup): the accumulator to registers, the fixup, and only the
+                # final split goes on to the epilogue.
+                final = yield from self.fixup(work, tile, acc_state)
+                if not final:
+                    self.span("tile", t_tile, self._time(), tile=tile)
+                    work = next_work
+                    if not work.is_valid:
+                        break
+                    continue
             release_at = (sub_m - 1) if overlapping else (n_sub - 1)
             for s in range(n_sub):
                 if cfg.read_c:
@@ -619,6 +653,31 @@ class Epilogue(Role):
             t0 = self._time()
             yield self._sleep(max(stores) - self._time())
             self._waited("epi_store", -1, t0)
+
+
+    def fixup(self, work, tile, acc_state: PipelineState):
+        """The SM100 stream-K scheduler's ``tmem_fixup``: wait for the accumulator stage, copy it TMEM ->
+        registers; a non-final split releases the stage (and advances past it) before the fixup, the final
+        split copies the sum back to TMEM after it. Returns whether this split computes the epilogue."""
+        cta, k = self.cta, self.k
+        ev = cta.accumulator.consumer_wait(acc_state, self.who)
+        if ev is not None:
+            t0 = self._time()
+            yield ev
+            self._waited("accumulator.full", acc_state.index, t0, tile)
+        t_acc = self._time()
+        yield self._sleep(k.tmem_tile_cycles)          # copy(tmem_load, tCtAcc, tCrAcc): the whole CTA tile
+        final = k.fixup.is_final(work)
+        if not final:
+            if self.races is not None:                 # race detectors (wsim check): TMEM read
+                race_hooks.accumulator_read(k, cta, acc_state, t_acc, True, True, self)
+            if k.knobs.releases("accumulator"):
+                cta.accumulator.consumer_release_to(acc_state, cta.leader_rank, self.who, self.threads)
+            acc_state.advance()
+        final = yield from k.fixup.run(self, cta, work, tile, 0)
+        if final:
+            yield self._sleep(k.tmem_tile_cycles)      # copy(tmem_store, tCrAcc, tCtAcc): the sum back to TMEM
+        return final
 
 
 class Sched(Role):
@@ -696,6 +755,13 @@ class Sm100GemmTmaWarpSpecialized:
         # the config itself, not the snapshot.
         self.raster = TileRaster.from_config(self.config)
         self.grid_clusters = self.raster.num_clusters
+        # The stream-K scheduler (PersistentTileSchedulerSm100StreamK) over CLC, unless the config keeps
+        # the seed's own scheduler: its work units, and the fixup of the tiles they split.
+        self.decomp = stream_k.for_config(self.config, arch)
+        self.sk = StreamKTileScheduler(self.config, self.decomp) if self.decomp is not None else None
+        self.fixup = None
+        if self.sk is not None:
+            self.grid_clusters = self.decomp.grid_units
         if cfg.tile_scheduler == "clc":
             resident = min(self.grid_clusters, max_resident_clusters(self.config, arch))
         else:
@@ -731,6 +797,19 @@ class Sm100GemmTmaWarpSpecialized:
                 if cfg.read_c:
                     roles.append(EpilogueLoad(c))
                 c.roles = roles
+        if self.sk is not None:
+            acc_bytes = max(1, cfg.bits_acc // 8)
+            tile_bytes = cfg.cta_tile_m * cfg.cta_tile_n * acc_bytes
+            self.fixup = Fixup(self, self.decomp, sm100_fixup_counts(self.facts), tile_bytes, cfg.cluster_size,
+                               arch.l2_latency_cycles.value)
+            # tcgen05.ld of the whole CTA tile for the fixup (and tcgen05.st back, assumed at the same rate).
+            rate = arch.tmem_load_bytes_per_clk.value
+            self.tmem_tile_cycles = tile_bytes / rate if rate else 0.0
+            self.timing = replace(self.timing, notes=self.timing.notes + (
+                "decomposition: " + self.decomp.summary(),) + self.decomp.params.notes + tuple(
+                f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in FIXUP_CONSTANTS) + (
+                f"fixup TMEM copy of a {cfg.cta_tile_m}x{cfg.cta_tile_n} accumulator: {self.tmem_tile_cycles:.0f} "
+                "cycles each way (tmem_load_bytes_per_clk; the store back assumed at the load's rate)",))
         for cl in self.clusters:
             if cl.index in late:
                 env.process(self._launch_late(cl, late_start.delay_cycles(arch.clock_ghz.value)))
@@ -761,6 +840,8 @@ class Sm100GemmTmaWarpSpecialized:
         return self._trace_sms is None or sm in self._trace_sms
 
     def initial_work(self, cluster: Cluster) -> WorkTileInfo:
+        if self.sk is not None:
+            return self.sk.unit_work(cluster.launch_id)
         return self.raster.work(cluster.launch_id)
 
     def static_next(self, cluster: Cluster, work: WorkTileInfo) -> WorkTileInfo:
@@ -775,7 +856,12 @@ class Sm100GemmTmaWarpSpecialized:
     def issue_clc_query(self, cluster: Cluster, stage: int, role: Role) -> None:
         """``clusterlaunchcontrol.try_cancel``: the answer lands in every CTA's SMEM after the latency."""
         nxt = self.clc_hw.try_cancel()
-        work = self.raster.work(nxt) if nxt is not None else WorkTileInfo.invalid()
+        if nxt is None:
+            work = WorkTileInfo.invalid()
+        elif self.sk is not None:
+            work = self.sk.unit_work(nxt)               # convert_work: the unit of that linear id
+        else:
+            work = self.raster.work(nxt)
         self.stats.clc_queries += 1
         lat = self.timing.clc_latency
         now = self.env.now
@@ -919,6 +1005,8 @@ class Sm100GemmTmaWarpSpecialized:
         for cl in self.clusters:
             for c in cl.ctas:
                 yield from c.barriers()
+        if self.fixup is not None:
+            yield from self.fixup.barriers()
 
     def unfinished_roles(self) -> list[Role]:
         return [r for r in self.roles if not r.done]

@@ -58,6 +58,12 @@ class Sm90GemmConfig(GemmConfigBase):
     tile_scheduler: str = "static"
     raster: str = "heuristic"
     swizzle: int = 1
+    # The stream-K scheduler (PersistentTileSchedulerSm90StreamK::Arguments; simulator.kernels.stream_k):
+    # "data_parallel" is the kernel's own scheduler (CUTLASS's default), no fixup.
+    decomposition: str = "data_parallel"
+    splits: int = 1
+    reduction: str = "deterministic"
+    scheduler_sm_count: int | None = None   # KernelHardwareInfo::sm_count the scheduler sees (None: the arch's)
 
     SM_VERSION = 90
     MMA_INSTRUCTION = "wgmma (mma_sm90_gmma.hpp)"
@@ -230,3 +236,10 @@ class Sm90GemmConfig(GemmConfigBase):
 
     def _smem_parts(self) -> list[str]:
         return [f"{_round_up(self.epilogue_smem_bytes, 128)} B epilogue"]
+
+    def _stream_k_refusal(self) -> str:
+        if self.schedule != "cooperative":
+            return (f"schedule={self.schedule!r}: the stream-K scheduler runs only in the cooperative kernel "
+                    "(sm90_gemm_tma_warpspecialized_pingpong.hpp: \"Ping-pong kernel does not currently support "
+                    "stream-K scheduler.\")")
+        return ""

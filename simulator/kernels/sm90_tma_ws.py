@@ -108,17 +108,20 @@ below, and is listed by :meth:`Sm90Timing.constants_used` / ``timing.notes``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import simpy
 
-from simulator.kernels import race_hooks
+from simulator.kernels import race_hooks, stream_k
 from simulator.kernels.common import Cluster, RoleBase, RunStats
+from simulator.kernels.fixup import FIXUP_CONSTANTS, Fixup
 from simulator.kernels.scheduler import (
+    StreamKTileScheduler,
     TileRaster,
     WorkTileInfo,
     cta_tile_coord,
     mma_tile_in_problem,
+    sm90_cluster_capacity,
     sm90_static_grid,
 )
 from simulator.kernels.tma_alignment import L2_MISALIGNED_COST, TMA_MISALIGNED_COST, RowPitchCost
@@ -130,6 +133,7 @@ from simulator.protocol.arrivals import (
     Sm90KernelFacts,
     sm90_arrival_counts,
     sm90_barrier_counts,
+    sm90_fixup_counts,
 )
 from simulator.protocol.deadlock import barrier_stage
 from simulator.protocol.knobs import ProtocolKnobs
@@ -399,6 +403,7 @@ class Cta:
         self.tc_free = 0.0
         self.tma_free = 0.0
         self.store_free = 0.0
+        self.lsu_free = 0.0          # the SM's plain loads/stores (stream-K workspace) are busy until then
         self.roles: list[Role] = []
         # Set by the kernel once the cluster's CTAs exist: who receives this CTA's multicast loads.
         self.a_dst: list[Cta] = []
@@ -450,7 +455,9 @@ class MainloopLoad(Role):
             tile = self.tile_of(work)
             t_tile = self._time()
             loads = k.tile_loads(cta, tile)
-            for kb in range(k.k_tiles):
+            kb0 = work.k_start
+            kn = work.k_count if work.k_count else k.k_tiles
+            for kb in range(kb0, kb0 + kn):
                 ev = pipe.producer_acquire(state, who)
                 if ev is not None:
                     t0 = self._time()
@@ -492,6 +499,10 @@ class EpilogueLoad(Role):
             if do_load_order_wait:
                 yield from self.block(cta.load_order.wait(self.who), "load_order", -1, tile)
                 do_load_order_wait = False
+            if work.k_count and not k.fixup.is_final(work):
+                # compute_epilogue is false for a non-final split: no C is loaded for it.
+                work = k.next_work(work, 1)
+                continue
             t_tile = env.now
             for s in range(cfg.epi_subtiles):
                 ev = pipe.producer_acquire(state, self.who)
@@ -565,15 +576,25 @@ class Consumer(Role):
             if order is not None:
                 # Order the two math warpgroups' mainloops one after the other.
                 yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
-            done_last, release = yield from self.mma(ml_state, tile)
+            kb0 = work.k_start
+            kn = work.k_count if work.k_count else k.k_tiles
+            done_last, release = yield from self.mma(ml_state, tile, kb0, kn)
             if order is not None:
                 # Cue the other warpgroup's mainloop: its wgmma issue may start behind our last batch.
                 order.arrive(order_state, self.wg, self.who, self.threads)
             # mma_tail: wait_group(0), then release the last stage.
-            yield from self.sleep_until(done_last, "mma.wait_group", release.index, tile, k.k_tiles - 1)
+            yield from self.sleep_until(done_last, "mma.wait_group", release.index, tile, kb0 + kn - 1)
             self.consumer_release(release)
             self.span("acc_handoff", self._time(), self._time(), tile=tile, stage=release.index)
-            ml_state.advance_by(k.k_tiles * step)
+            ml_state.advance_by(kn * step)
+            if work.k_count:
+                # A split tile: TileScheduler::fixup on this warpgroup's rows; only the final split
+                # computes the epilogue (compute_epilogue).
+                final = yield from k.fixup.run(self, cta, work, tile, self.wg)
+                if not final:
+                    self.span("tile", t_tile, self._time(), tile=tile)
+                    work = k.next_work(work, step)
+                    continue
             if order is not None:
                 # Order the epilogues: ours after the other warpgroup's previous one.
                 yield from self.block(order.wait(order_state, self.wg, self.who), "math_order", order_state.index, tile)
@@ -595,9 +616,9 @@ class Consumer(Role):
             yield from self.sleep_until(self.last_write, "epilogue.store_drain")
 
     # -- collective mma ---------------------------------------------------------------------
-    def mma(self, state: PipelineState, tile):
-        """``CollectiveMma::mma`` with K_PIPE_MMAS = 1: a generator returning (completion of the
-        last batch, the release state of the last stage)."""
+    def mma(self, state: PipelineState, tile, kb0: int, kn: int):
+        """``CollectiveMma::mma`` with K_PIPE_MMAS = 1 over K-blocks ``kb0 .. kb0 + kn - 1``: a generator
+        returning (completion of the last batch, the release state of the last stage)."""
         cta: Cta = self.cta
         k: Sm90GemmTmaWarpSpecialized = self.k
         t = k.timing
@@ -611,7 +632,7 @@ class Consumer(Role):
         traced = self.tr is not None
         kblock_cycles, drain = t.kblock_wg_cycles, t.wgmma_drain_cycles
         races = self.races
-        for kb in range(k.k_tiles):
+        for kb in range(kb0, kb0 + kn):
             ev = pipe.consumer_wait(read, who)
             if ev is not None:
                 t0 = self._time()
@@ -630,7 +651,7 @@ class Consumer(Role):
                 stats.mma_kblocks += 1
             if traced:
                 self.span("mma", now, done, tile=tile, k_block=kb, stage=read.index)
-            if kb >= K_PIPE_MMAS:
+            if kb - kb0 >= K_PIPE_MMAS:
                 # The warpgroup cannot run ahead of the tensor core: issuing its wgmma batch stalls
                 # until the tensor core takes it (``start``; busy, not a barrier wait). Then
                 # warpgroup_wait<K_PIPE_MMAS> waits until the previous K-block's batch is complete ...
@@ -787,9 +808,25 @@ class Sm90GemmTmaWarpSpecialized:
         self._store_write = TMA_STORE_WRITE_AFTER_READ.value
         self.raster = TileRaster.from_config(cfg, "static")
         self.grid_clusters = self.raster.num_clusters
+        # The stream-K scheduler (PersistentTileSchedulerSm90StreamK), unless the config keeps the kernel's
+        # own static scheduler: its work units, and the fixup of the tiles they split.
+        self.decomp = stream_k.for_config(cfg, arch, self.launcher)
+        self.sk = StreamKTileScheduler(cfg, self.decomp) if self.decomp is not None else None
+        self.fixup = None
         # The persistent grid the launcher asks for, and how many of its clusters run at once
         # (the rest start as resident clusters exit: only CUTLASS C++'s heuristic grid can exceed it).
-        grid, resident = sm90_static_grid(cfg, arch, self.grid_clusters, self.launcher)
+        if self.sk is None:
+            grid, resident = sm90_static_grid(cfg, arch, self.grid_clusters, self.launcher)
+        else:
+            grid = self.decomp.grid_clusters
+            resident = min(grid, sm90_cluster_capacity(cfg.cluster_size, arch))
+            acc_bytes = cfg.bits_acc // 8
+            self.fixup = Fixup(self, self.decomp, sm90_fixup_counts(self.facts),
+                               cfg.tile_m // NUM_MMA_WARPGROUPS * cfg.cta_tile_n * acc_bytes, cfg.cluster_size,
+                               arch.l2_latency_cycles.value)
+            self.timing = replace(self.timing, notes=self.timing.notes + (
+                "decomposition: " + self.decomp.summary(),) + self.decomp.params.notes + tuple(
+                f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in FIXUP_CONSTANTS))
         self.resident_clusters = resident
         self.clusters: list[Cluster] = []
         self.roles: list[Role] = []
@@ -844,11 +881,20 @@ class Sm90GemmTmaWarpSpecialized:
         return self._trace_sms is None or sm in self._trace_sms
 
     def initial_work(self, cluster: Cluster) -> WorkTileInfo:
+        if self.sk is not None:
+            return self.sk.unit_work(cluster.index)
         return self.raster.work(cluster.index)
 
     def next_work(self, work: WorkTileInfo, advance_count: int) -> WorkTileInfo:
         """``advance_to_next_work(advance_count)``: linear id + advance_count x grid, then
-        ``get_current_work`` (invalid past the padded grid)."""
+        ``get_current_work`` (invalid past the padded grid). With the stream-K scheduler
+        (``fetch_next_work``): the unit's next tile if it has one (``continue_current_work``), else the
+        unit ``advance_count`` grids on."""
+        if self.sk is not None:
+            nxt = self.sk.continue_work(work)
+            if nxt is not None:
+                return nxt
+            return self.sk.unit_work(work.unit + advance_count * len(self.clusters))
         return self.raster.work(work.linear + advance_count * len(self.clusters))
 
     # -- data movement --------------------------------------------------------------------
@@ -962,6 +1008,8 @@ class Sm90GemmTmaWarpSpecialized:
         for cl in self.clusters:
             for c in cl.ctas:
                 yield from c.barriers()
+        if self.fixup is not None:
+            yield from self.fixup.barriers()
 
     def unfinished_roles(self) -> list[Role]:
         return [r for r in self.roles if not r.done]

@@ -16,11 +16,14 @@ Named spaces (:func:`make_space`):
   StageCountAutoCarveout: the most that fit beside the epilogue), so the epilogue choices move them.
 * ``full`` on SM90 (H200): tile (``SM90_TILES``: schedule, tile_m, tile_n), clusters, raster x swizzle,
   epilogue subtile width x store stages, with derived mainloop stages.
+* both ``full`` spaces try the stream-K scheduler's decompositions (:data:`HW_DECOMPOSITIONS`: data-parallel,
+  CUTLASS's heuristic, stream-K, split-K by 2/4/8) in a stage after the cluster shape.
 * ``hw`` (SM90): exactly the configs the hardware twin implements and the campaign measures,
   :func:`hw_space` (``HW_TILES`` x ``HW_CLUSTERS`` x ``HW_RASTERS`` x ``HW_SWIZZLES``: one list for
   the tuner and the GPU campaign, ``validation/campaign.py``), mapped to Sm90GemmConfig by
   :func:`sm90_config_from_hw` (the twin's epilogue subtile is tile_m x epilogue_tile_n);
-  :func:`hw_kernel_fields` maps back to ``hw_kernels.host.KernelConfig`` fields.
+  :func:`hw_kernel_fields` maps back to ``hw_kernels.host.KernelConfig`` fields; the cooperative tiles also
+  with every stream-K decomposition of :data:`HW_DECOMPOSITIONS` (stage 1 varies them with the tile).
 * ``gemm-model`` (SM100): the 16 configs timed in hbarclay/gemm-model's B200 data (CuTe DSL
   ``dense_gemm_persistent.py``): 2-CTA MMA 128/256 x 64/128/192/256, clusters 2x1/2x2, static
   scheduler, M-fastest tile order, no swizzle, 2 accumulator stages, fp16 in and out, the DSL's
@@ -167,6 +170,12 @@ def _epilogue_n(cfg) -> list[dict]:
     return [{"epilogue_tile_n": v} for v in EPILOGUE_TILE_N if v is None or (v <= cta_n and cta_n % v == 0)]
 
 
+def _decompositions() -> Axis:
+    """The stream-K scheduler's decompositions (:data:`HW_DECOMPOSITIONS`; can_implement drops those a
+    kernel cannot take, e.g. ping-pong or the SM100 static scheduler with stream-K)."""
+    return _fixed("decomposition", [{"decomposition": d, "splits": s} for d, s in HW_DECOMPOSITIONS])
+
+
 def sm100_full_space(m: int, n: int, k: int, dtype: str = "bf16", dtype_d: str | None = None, l: int = 1) -> Space:  # noqa: E741
     base = Sm100GemmConfig(m=m, n=n, k=k, l=l, **_dtypes(dtype, dtype_d))
     tiles = [{"use_2sm": two, "mma_tile_m": tm, "mma_tile_n": tn, "cluster_m": 2 if two else 1, "cluster_n": 1}
@@ -175,13 +184,14 @@ def sm100_full_space(m: int, n: int, k: int, dtype: str = "bf16", dtype_d: str |
     stages = (
         (_fixed("mma tile", tiles),),
         (_fixed("cluster", clusters), _fixed("scheduler", [{"tile_scheduler": s} for s in SM100_SCHEDULERS])),
+        (_decompositions(),),
         (_fixed("raster", [{"raster": r} for r in RASTERS]), _fixed("swizzle", [{"swizzle": s} for s in SWIZZLES])),
         (Axis("epilogue tile", _epilogue_n),
          _fixed("store stages", [{"epilogue_store_stages": s} for s in EPILOGUE_STORE_STAGES])),
         (_fixed("accumulator stages", [{"accumulator_stages": s} for s in SM100_ACC_STAGES]),),
     )
-    return Space("full", base, stages, ("MMA tile (1-SM/2-SM)", "cluster x scheduler", "raster x swizzle",
-                                        "epilogue tile x store stages", "accumulator stages"))
+    return Space("full", base, stages, ("MMA tile (1-SM/2-SM)", "cluster x scheduler", "decomposition",
+                                        "raster x swizzle", "epilogue tile x store stages", "accumulator stages"))
 
 
 def sm90_full_space(m: int, n: int, k: int, dtype: str = "bf16", dtype_d: str | None = None, l: int = 1) -> Space:  # noqa: E741
@@ -191,11 +201,12 @@ def sm90_full_space(m: int, n: int, k: int, dtype: str = "bf16", dtype_d: str | 
     stages = (
         (_fixed("tile x schedule", tiles),),
         (_fixed("cluster", clusters),),
+        (_decompositions(),),
         (_fixed("raster", [{"raster": r} for r in RASTERS]), _fixed("swizzle", [{"swizzle": s} for s in SWIZZLES])),
         (Axis("epilogue tile", _epilogue_n),
          _fixed("store stages", [{"epilogue_store_stages": s} for s in EPILOGUE_STORE_STAGES])),
     )
-    return Space("full", base, stages, ("tile x schedule", "cluster", "raster x swizzle",
+    return Space("full", base, stages, ("tile x schedule", "cluster", "decomposition", "raster x swizzle",
                                         "epilogue tile x store stages"))
 
 
@@ -209,24 +220,41 @@ HW_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 #: Raster orders and max swizzle sizes the tuning campaign compares (CUTLASS semantics).
 HW_RASTERS = ("m", "n")
 HW_SWIZZLES = (1, 4)
+#: The stream-K scheduler's decompositions the twin runs (cooperative only, as CUTLASS), as (decomposition,
+#: splits): the static scheduler, CUTLASS's heuristic, forced stream-K, split-K by 2, 4 and 8. Reduction:
+#: deterministic (CUTLASS's default).
+HW_DECOMPOSITIONS = (("data_parallel", 1), ("heuristic", 1), ("stream_k", 1), ("split_k", 2), ("split_k", 4),
+                     ("split_k", 8))
 
 
-def hw_space() -> list[dict]:
-    """Every candidate of ``--space hw`` and of the H200 campaign's ``space`` phase: KernelConfig
-    field dicts (``hw_kernels.host.KernelConfig(**d)``), in a fixed order."""
+def hw_space(decompositions: tuple[tuple[str, int], ...] = HW_DECOMPOSITIONS) -> list[dict]:
+    """Every candidate of ``--space hw``: KernelConfig field dicts (``hw_kernels.host.KernelConfig(**d)``),
+    in a fixed order: the data-parallel ones first (the 96 of the earlier campaigns, in their order: what
+    the H200 campaign's ``space`` and ``wide`` phases measure, ``decompositions=HW_DECOMPOSITIONS[:1]``),
+    then the cooperative tiles with each stream-K decomposition of ``decompositions`` (its ``streamk``
+    phase)."""
     out = []
+    if ("data_parallel", 1) not in decompositions:
+        raise ConfigError("hw_space: the data-parallel candidates come first; keep ('data_parallel', 1)")
     for (schedule, tile_n), (cm, cn), raster, swizzle in product(HW_TILES, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES):
         out.append({"tile_m": 128, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn,
                     "schedule": schedule, "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32,
                     "epilogue_store_stages": 4})
+    for (dec, splits), (schedule, tile_n), (cm, cn), raster, swizzle in product(
+            [d for d in decompositions if d != ("data_parallel", 1)], HW_TILES, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES):
+        if schedule != "cooperative":
+            continue
+        out.append({"tile_m": 128, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn,
+                    "schedule": schedule, "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32,
+                    "epilogue_store_stages": 4, "decomposition": dec, "splits": splits})
     return out
 
 
 #: Fields of hw_kernels.host.KernelConfig that describe the kernel (not its instrumentation).
 HW_FIELDS = ("tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "schedule", "mainloop_stages", "raster",
-             "swizzle", "epilogue_tile_n", "epilogue_store_stages")
+             "swizzle", "epilogue_tile_n", "epilogue_store_stages", "decomposition", "splits", "reduction")
 #: Fields of the twin's candidates that stage 1 of the hw search varies (the rest: later stages).
-HW_STAGE1_FIELDS = ("schedule", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n")
+HW_STAGE1_FIELDS = ("schedule", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "decomposition", "splits")
 
 
 def sm90_config_from_hw(fields_: dict, m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Sm90GemmConfig:  # noqa: E741
@@ -256,14 +284,24 @@ def hw_kernel_fields(cfg: Sm90GemmConfig) -> dict:
     em, en = cfg.epi_tile
     if em != cfg.tile_m:
         raise ConfigError(f"epilogue_tile_m={em}: the hardware twin's epilogue subtile is tile_m={cfg.tile_m} rows")
-    return {"tile_m": cfg.tile_m, "tile_n": cfg.cta_tile_n, "tile_k": cfg.cta_tile_k, "cluster_m": cfg.cluster_m,
-            "cluster_n": cfg.cluster_n, "schedule": cfg.schedule, "mainloop_stages": cfg.mainloop_stages,
-            "raster": cfg.raster, "swizzle": cfg.swizzle, "epilogue_tile_n": en,
-            "epilogue_store_stages": cfg.store_stages}
+    out = {"tile_m": cfg.tile_m, "tile_n": cfg.cta_tile_n, "tile_k": cfg.cta_tile_k, "cluster_m": cfg.cluster_m,
+           "cluster_n": cfg.cluster_n, "schedule": cfg.schedule, "mainloop_stages": cfg.mainloop_stages,
+           "raster": cfg.raster, "swizzle": cfg.swizzle, "epilogue_tile_n": en,
+           "epilogue_store_stages": cfg.store_stages}
+    if cfg.decomposition != "data_parallel":
+        if cfg.scheduler_sm_count is not None:
+            raise ConfigError(f"scheduler_sm_count={cfg.scheduler_sm_count}: the hardware twin's stream-K units use "
+                              "every SM the H200 co-schedules")
+        out.update(decomposition=cfg.decomposition, splits=cfg.splits, reduction=cfg.reduction)
+    return out
+
+
+#: What a missing stream-K field of a twin config means (the static scheduler).
+_HW_DEFAULTS = {"decomposition": "data_parallel", "splits": 1, "reduction": "deterministic"}
 
 
 def _hw_key(fields_: dict) -> tuple:
-    return tuple((f, fields_.get(f)) for f in HW_FIELDS if f != "mainloop_stages")
+    return tuple((f, fields_.get(f, _HW_DEFAULTS.get(f))) for f in HW_FIELDS if f != "mainloop_stages")
 
 
 def hw_space_sm90(m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Space:  # noqa: E741

@@ -30,10 +30,12 @@ cdef class MemorySystem:
     cdef public object _next_arr
     cdef public object _size_arr
     cdef public object _ready_arr
+    cdef public object _dirty_arr
     cdef long long[::1] _prev
     cdef long long[::1] _next
     cdef long long[::1] _size
     cdef double[::1] _ready
+    cdef signed char[::1] _dirty
     cdef public long long hbm_read_bytes
     cdef public long long hbm_write_bytes
     cdef public long long l2_hits
@@ -44,6 +46,9 @@ cdef class MemorySystem:
     cdef public double miss_extra
     cdef public dict _key_blocks
     cdef public object _next_key
+    cdef public long long workspace_write_bytes
+    cdef public long long workspace_read_bytes
+    cdef public long long _dirty_slots
     cpdef object key_block(self, tuple name, long long size)
     cdef void _reserve_slots(self, Py_ssize_t slots)
     @cython.locals(prev=cython.longlong[::1], nxt=cython.longlong[::1], p=Py_ssize_t, n=Py_ssize_t)
@@ -51,9 +56,14 @@ cdef class MemorySystem:
     @cython.locals(prev=cython.longlong[::1], nxt=cython.longlong[::1], last=Py_ssize_t)
     cdef void _push_most_recent(self, Py_ssize_t slot)
     cpdef double load(self, double now, object key, long long nbytes)
-    @cython.locals(end=double, land=double, slot=Py_ssize_t, old=Py_ssize_t, size=cython.longlong[::1],
-                   nxt=cython.longlong[::1])
+    @cython.locals(end=double, land=double, slot=Py_ssize_t, size=cython.longlong[::1])
     cpdef double load_scaled(self, double now, object key, long long nbytes, double l2_cost)
+    @cython.locals(old=Py_ssize_t, size=cython.longlong[::1], nxt=cython.longlong[::1])
+    cdef void _evict(self, double now)
+    @cython.locals(end=double, slot=Py_ssize_t, size=cython.longlong[::1])
+    cpdef double workspace_write(self, double now, long long key, long long nbytes, double l2_cost=*)
+    @cython.locals(slot=Py_ssize_t)
+    cpdef double workspace_read(self, double now, long long key, long long nbytes)
     @cython.locals(end=double)
     cpdef double store(self, double now, long long nbytes)
     cpdef double store_accepted(self, double now, long long nbytes)

@@ -8,7 +8,10 @@ its bandwidth. Latency is added on top. No per-byte or per-chunk events.
 L2 is a byte-capacity LRU over the tiles TMA loads (one entry per K-block slice of A, B or C), so a
 tile that another CTA already brought in is served from L2 and costs no HBM traffic: raster
 order, swizzle and multicast change HBM bytes the way they do on hardware. Stores write through
-to HBM (their bytes are counted once, as the compulsory output traffic).
+to HBM (their bytes are counted once, as the compulsory output traffic). The stream-K / split-K
+workspace (partial accumulators the epilogue threads store, add atomically and load back,
+:meth:`MemorySystem.workspace_write` / :meth:`MemorySystem.workspace_read`) stays in L2 like any other
+slice (write-back: a dirty slice that is evicted is written to HBM then).
 
 The LRU is a doubly linked list threaded through arrays indexed by integer slice keys (the kernel
 models reserve them with :meth:`MemorySystem.key_block`; other keys are numbered on first use):
@@ -94,6 +97,11 @@ class MemorySystem:
         self.miss_extra = 0.0
         self._key_blocks: dict = {}
         self._next_key = 0
+        # The stream-K / split-K workspace: bytes written to it and read from it (L2 atomics read what
+        # they add to), and how many resident slices are dirty (0: no eviction can write back).
+        self.workspace_write_bytes = 0
+        self.workspace_read_bytes = 0
+        self._dirty_slots = 0
         # The LRU: slot ``key + 1`` per slice key, slot 0 the list head (its next: the least
         # recently used slice; its prev: the most recently used). ``_size[slot]`` is the slice's
         # bytes while it is resident in L2, -1 while it is not.
@@ -102,10 +110,12 @@ class MemorySystem:
         self._next_arr = array("q", [0])
         self._size_arr = array("q", [-1])
         self._ready_arr = array("d", [0.0])     # per slot: when a missed slice's bytes have landed
+        self._dirty_arr = array("b", [0])       # per slot: 1 while the resident slice holds unwritten stores
         self._prev = self._prev_arr
         self._next = self._next_arr
         self._size = self._size_arr
         self._ready = self._ready_arr
+        self._dirty = self._dirty_arr
 
     def key_block(self, name: tuple, size: int) -> int:
         """The first of ``size`` consecutive integer keys reserved for the slices of ``name`` (e.g.
@@ -130,15 +140,17 @@ class MemorySystem:
             return
         extra = max(slots, 2 * have) - have
         # Compiled, _prev/_next/_size are views of the arrays: let go of them while they grow.
-        self._prev = self._next = self._size = self._ready = None
+        self._prev = self._next = self._size = self._ready = self._dirty = None
         self._prev_arr.extend(array("q", [0]) * extra)
         self._next_arr.extend(array("q", [0]) * extra)
         self._size_arr.extend(array("q", [-1]) * extra)
         self._ready_arr.extend(array("d", [0.0]) * extra)
+        self._dirty_arr.extend(array("b", [0]) * extra)
         self._prev = self._prev_arr
         self._next = self._next_arr
         self._size = self._size_arr
         self._ready = self._ready_arr
+        self._dirty = self._dirty_arr
 
     def _unlink(self, slot: int) -> None:
         prev, nxt = self._prev, self._next
@@ -190,17 +202,63 @@ class MemorySystem:
         size[slot] = nbytes
         self._push_most_recent(slot)
         self._lru_bytes += nbytes
-        nxt = self._next
-        while self._lru_bytes > self._l2_capacity and nxt[0] != 0:
-            # Evict the least recently used slice.
-            old = nxt[0]
-            self._unlink(old)
-            self._lru_bytes -= size[old]
-            size[old] = -1
+        self._evict(now)
         land = end + self._hbm_latency + self._tma_overhead + self.miss_extra
         if self.fill_wait:
             self._ready[slot] = land
         return land
+
+    def _evict(self, now: float) -> None:
+        """Evict least recently used slices until the resident bytes fit; a dirty one (workspace
+        stores) is written back to HBM now."""
+        size = self._size
+        nxt = self._next
+        while self._lru_bytes > self._l2_capacity and nxt[0] != 0:
+            old = nxt[0]
+            self._unlink(old)
+            self._lru_bytes -= size[old]
+            if self._dirty_slots and self._dirty[old]:
+                self._dirty[old] = 0
+                self._dirty_slots -= 1
+                self.hbm_write_bytes += size[old]
+                self.hbm.reserve(now, size[old])
+            size[old] = -1
+
+    def workspace_write(self, now: float, key: int, nbytes: int, l2_cost: float = 1.0) -> float:
+        """Partial accumulators stored (or added atomically, ``l2_cost`` > 1: the L2 reads what it adds
+        to) into workspace slice ``key`` (from :meth:`key_block`) at ``now``: the bytes cross the L2
+        channel and the slice is resident and dirty; returns when L2 holds them."""
+        self.workspace_write_bytes += nbytes
+        if l2_cost > 1.0:
+            self.workspace_read_bytes += nbytes
+        slot = key + 1
+        end = self.l2.reserve_scaled(now, nbytes, l2_cost)
+        size = self._size
+        if size[slot] >= 0:
+            self._unlink(slot)
+            self._lru_bytes -= size[slot]
+        size[slot] = nbytes
+        self._push_most_recent(slot)
+        self._lru_bytes += nbytes
+        if not self._dirty[slot]:
+            self._dirty[slot] = 1
+            self._dirty_slots += 1
+        self._evict(now)
+        return end + self._l2_latency
+
+    def workspace_read(self, now: float, key: int, nbytes: int) -> float:
+        """Partial accumulators loaded from workspace slice ``key`` at ``now`` (plain loads, no TMA):
+        from L2 if resident, else from HBM; returns when the bytes are in registers."""
+        self.workspace_read_bytes += nbytes
+        slot = key + 1
+        if self._size[slot] >= 0:
+            self._unlink(slot)
+            self._push_most_recent(slot)
+            return self.l2.reserve(now, nbytes) + self._l2_latency
+        self.hbm_read_bytes += nbytes
+        end = self.hbm.reserve(now, nbytes)
+        self.l2.reserve(now, nbytes)
+        return end + self._hbm_latency
 
     def store(self, now: float, nbytes: int) -> float:
         """A TMA store issued at ``now``; returns when its bytes are written (write-through)."""

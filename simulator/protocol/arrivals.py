@@ -286,7 +286,53 @@ def sm90_barrier_counts(f: Sm90KernelFacts) -> dict[str, int]:
     return out
 
 
+# ================================================================== stream-K / split-K fixup (both kernels)
+@dataclass(frozen=True)
+class FixupCounts:
+    """The fixup barrier of a kernel (:mod:`simulator.protocol.fixup`): ``barriers_per_tile`` flags per
+    output tile (the kernel's ``NumFixupBarriers``: one per reduction group), each synced by ``threads``
+    threads (the BarrierManager's named-barrier ThreadCount around thread 0's wait and arrive)."""
+
+    barriers_per_tile: int
+    threads: int
+
+
+def sm90_fixup_counts(f: Sm90KernelFacts) -> FixupCounts:
+    """sm90 cooperative kernel: ``NumFixupBarriers = NumMmaWarpGroups``, and each consumer warpgroup calls
+    ``TileScheduler::fixup(..., NumMmaWarpGroups, consumer_warp_group_idx)`` on its own rows; the SM90
+    stream-K scheduler's ``fixup`` uses ``NamedBarrierManager<NumThreadsPerWarpGroup, StreamkBarrier0, 2>``."""
+    return FixupCounts(f.num_consumer_warpgroups, NUM_THREADS_PER_WARPGROUP)
+
+
+def sm100_fixup_counts(f: KernelFacts) -> FixupCounts:
+    """seed: ``NumFixupBarriers = 1``; the SM100 stream-K scheduler's ``tmem_fixup``:
+    ``ThreadsForFixup = NumThreadsPerWarpGroup`` (the four epilogue warps),
+    ``NamedBarrierManager<ThreadsForFixup, StreamkBarrier0, 1>``."""
+    return FixupCounts(1, f.num_epilogue_threads)
+
+
+def fixup_increment(k_tile_count: int, separate_reduction: bool = False) -> int:
+    """What a peer adds to its tile's flag (sched ``fixup_helper``): "If separate reduction is being
+    performed, each participating stream-K unit increments the barrier by only 1. Otherwise, increment
+    by the K tile count that this unit has processed"."""
+    return 1 if separate_reduction else k_tile_count
+
+
+def fixup_wait(k_idx: int, final: bool, reduction: str) -> tuple[str, int] | None:
+    """What a peer whose K range starts at ``k_idx`` waits for before touching the workspace (sched
+    ``fixup_helper``), as (op, value) for :meth:`simulator.protocol.fixup.FixupLock.wait`, or None:
+    the first peer stores without waiting; the final peer waits until every earlier peer has added
+    (``wait_eq(K_idx)``); a middle peer, deterministic: the same (turnstile in K order),
+    nondeterministic: until the first peer has stored (``wait_lt(1)``: flag >= 1)."""
+    if final or (k_idx > 0 and reduction == "deterministic"):
+        return "eq", k_idx
+    if k_idx == 0:
+        return None
+    return "ge", 1
+
+
 __all__ = [
+    "FixupCounts", "sm90_fixup_counts", "sm100_fixup_counts", "fixup_increment", "fixup_wait",
     "BarrierCounts", "KernelFacts", "Sm90KernelFacts", "sm100_arrival_counts", "sm100_barrier_counts",
     "sm100_arrival_table", "sm90_arrival_counts", "sm90_barrier_counts", "sm90_mainloop_empty_count_cpp",
     "sm90_mainloop_empty_count_dsl", "NUM_THREADS_PER_WARP", "NUM_THREADS_PER_WARPGROUP", "NUM_EPILOGUE_THREADS",

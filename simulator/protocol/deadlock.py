@@ -31,6 +31,7 @@ OWERS: dict[str, tuple[str, ...]] = {
     "epilogue_throttle": ("MMA", "Sched", "MainloopLoad", "EpilogueLoad"),
     "math_order": ("Consumer0", "Consumer1"),
     "epilogue.barrier": ("Consumer0", "Consumer1"),
+    "fixup": ("Consumer0", "Consumer1", "Epilogue"),
 }
 
 
@@ -62,8 +63,12 @@ class BlockedRole:
     owed_by: str
     since_cycle: float
     excess_tx_bytes: int = 0  # bytes landed beyond what the phase expected (tx count below zero)
+    detail: str = ""          # what the wait is, for a barrier that is not an mbarrier (the fixup flag)
 
     def describe(self) -> str:
+        if self.detail:
+            return (f"{self.who} blocked since cycle {self.since_cycle:.0f} on {self.barrier} ({self.detail}); "
+                    f"owed by {self.owed_by}")
         miss = f"{self.missing_arrivals} of {self.expected_arrivals} arrivals missing"
         if self.missing_tx_bytes:
             miss += f", {self.missing_tx_bytes} transaction bytes missing"
@@ -142,12 +147,13 @@ def analyze(kernel, now: float) -> DeadlockReport | None:
         bar, w = hit
         kind = barrier_kind(bar.name)
         tx = getattr(bar, "tx", 0)
+        detail = bar.wait_detail(w) if hasattr(bar, "wait_detail") else ""
         blocked.append(BlockedRole(
             who=role.who, role=role.name, cluster=role.cta.cluster.index, barrier=bar.name, pipeline=kind,
             stage=barrier_stage(bar.name), waits_for_parity=w.parity, barrier_phase=getattr(bar, "phase", 0),
             missing_arrivals=bar.pending, expected_arrivals=bar.expected, missing_tx_bytes=max(0, tx),
             owed_by=bar.owed_by or ", ".join(OWERS.get(kind, ("?",))), since_cycle=w.since,
-            excess_tx_bytes=max(0, -tx)))
+            excess_tx_bytes=max(0, -tx), detail=detail))
     # Wait-for graph within each cluster: blocked role -> blocked roles that owe its barrier.
     by_cluster: dict[int, list[BlockedRole]] = {}
     for b in blocked:

@@ -32,13 +32,19 @@ SINGLE_BARRIERS = ("epilogue_throttle.cta0", "epilogue_throttle.peer", "tmem_all
                    "epilogue_named", "math_order")
 #: Named barriers (``bar.sync``): PTX counts their threads in whole warps.
 NAMED_BARRIERS = ("tmem_alloc", "epilogue_named")
-#: What a waiting role waits on, for ``skip_wait``/``wrong_parity``: ``<pipeline>.<full|empty>`` or one of these.
-SINGLE_WAITS = ("epilogue_throttle", "tmem_alloc", "tmem_dealloc", "load_order", "epilogue_named", "math_order")
+#: What a waiting role waits on, for ``skip_wait``/``wrong_parity``: ``<pipeline>.<full|empty>`` or one of these
+#: (``fixup``: the stream-K / split-K fixup flag, a global-memory flag, not an mbarrier).
+SINGLE_WAITS = ("epilogue_throttle", "tmem_alloc", "tmem_dealloc", "load_order", "epilogue_named", "math_order",
+                "fixup")
+#: What ``skip_release`` names besides the pipelines: the fixup flag's arrive (a non-final split never arrives).
+FIXUP = "fixup"
+#: Waits with no phase parity (named barriers, the fixup flag): ``wrong_parity`` does not apply.
+NO_PARITY_WAITS = NAMED_BARRIERS + (FIXUP,)
 #: Pipelines whose producer posts expect-tx bytes on the full barrier.
 TX_PIPELINES = ("mainloop", "clc", "epi_load")
 #: The keys of a TOML [knobs] table.
 KNOB_KEYS = ("arrival_counts", "producer_start_phase", "skip_release", "clc_throttle", "skip_wait", "wrong_parity",
-             "expect_tx")
+             "expect_tx", "fixup_delta")
 #: PTX ISA, mbarrier: the expected arrival count is a 20-bit field (1 .. 2^20 - 1), and so is an
 #: expect-tx transaction count (0 .. 2^20 - 1).
 MBARRIER_MAX_COUNT = (1 << 20) - 1
@@ -112,8 +118,20 @@ def waits_in_use(cfg: Any) -> tuple[tuple[str, ...], dict[str, str]]:
             why[b] = why_b[b]
     if sm90 and not cfg.read_c:
         why["load_order"] = "read_c=False: only the epilogue-load warp waits on the load-order barrier"
+    fixup_why = fixup_unused(cfg)
+    if fixup_why:
+        why[FIXUP] = fixup_why
     names = [f"{p}.{s}" for p in pipes for s in BARRIER_SIDES] + list(SINGLE_WAITS)
     return tuple(n for n in names if n not in why), why
+
+
+def fixup_unused(cfg: Any) -> str:
+    """Why a run of ``cfg`` has no fixup flag ("" if its decomposition may split tiles)."""
+    dec = getattr(cfg, "decomposition", "data_parallel")
+    if dec == "data_parallel":
+        return ("decomposition='data_parallel': the kernel's own tile scheduler, every tile computed whole by one "
+                "unit (no stream-K / split-K fixup)")
+    return ""
 
 
 def _check_wait_name(what: str, name: str, mbarrier_only: bool) -> None:
@@ -122,8 +140,9 @@ def _check_wait_name(what: str, name: str, mbarrier_only: bool) -> None:
     if not ok:
         raise ConfigError(f"{what} {name!r}: not a barrier a role waits on; use <pipeline>.<full|empty> with "
                           f"pipeline in {', '.join(PIPELINES)}, or one of {', '.join(SINGLE_WAITS)}")
-    if mbarrier_only and name in NAMED_BARRIERS:
-        raise ConfigError(f"{what} {name!r}: a named barrier (bar.sync) has no phase parity to wait on")
+    if mbarrier_only and name in NO_PARITY_WAITS:
+        kind = "the fixup flag (a counter in global memory)" if name == FIXUP else "a named barrier (bar.sync)"
+        raise ConfigError(f"{what} {name!r}: {kind} has no phase parity to wait on")
 
 
 @dataclass(frozen=True)
@@ -138,6 +157,8 @@ class ProtocolKnobs:
     ``skip_wait``: barriers no role waits on (every wait passes at once).
     ``wrong_parity``: mbarriers every role waits on with the other phase parity.
     ``expect_tx``: ``{"mainloop": 32768}``: the bytes each expect-tx on that pipeline's full barrier posts.
+    ``fixup_delta``: every arrival on a stream-K / split-K fixup flag adds its K tiles plus this (the seed: 0);
+    ``skip_release=["fixup"]``: non-final splits never arrive; ``skip_wait=["fixup"]``: no peer waits.
     """
 
     arrival_counts: tuple[tuple[str, int], ...] = ()
@@ -147,6 +168,7 @@ class ProtocolKnobs:
     skip_wait: tuple[str, ...] = ()
     wrong_parity: tuple[str, ...] = ()
     expect_tx: tuple[tuple[str, int], ...] = ()
+    fixup_delta: int = 0
 
     def __post_init__(self) -> None:
         """The constructor also takes the plain forms of the docstring (``{"clc.empty": 224}``, a list
@@ -172,7 +194,7 @@ class ProtocolKnobs:
              producer_start_phase: Mapping[str, int] | None = None,
              skip_release: tuple[str, ...] | list[str] = (), clc_throttle: bool = True,
              skip_wait: tuple[str, ...] | list[str] = (), wrong_parity: tuple[str, ...] | list[str] = (),
-             expect_tx: Mapping[str, int] | None = None) -> ProtocolKnobs:
+             expect_tx: Mapping[str, int] | None = None, fixup_delta: int = 0) -> ProtocolKnobs:
         """Knobs from plain values, with strict types (a count is an int, not 2.5 or "224"; the
         throttle switch is a bool, not "no"); :meth:`check` validates names and values."""
         tables = (("arrival_counts", arrival_counts), ("producer_start_phase", producer_start_phase),
@@ -195,7 +217,7 @@ class ProtocolKnobs:
         k = cls(tuple(sorted((arrival_counts or {}).items())),
                 tuple(sorted((producer_start_phase or {}).items())),
                 tuple(sorted(skip_release)), clc_throttle, tuple(sorted(skip_wait)), tuple(sorted(wrong_parity)),
-                tuple(sorted((expect_tx or {}).items())))
+                tuple(sorted((expect_tx or {}).items())), fixup_delta)
         k.check()
         return k
 
@@ -214,7 +236,7 @@ class ProtocolKnobs:
                             skip_release=mapping.get("skip_release", ()),
                             clc_throttle=mapping.get("clc_throttle", True),
                             skip_wait=mapping.get("skip_wait", ()), wrong_parity=mapping.get("wrong_parity", ()),
-                            expect_tx=mapping.get("expect_tx"))
+                            expect_tx=mapping.get("expect_tx"), fixup_delta=mapping.get("fixup_delta", 0))
         except ConfigError as e:
             raise ConfigError(f"{origin}: {e}") from None
 
@@ -240,8 +262,12 @@ class ProtocolKnobs:
             if isinstance(phase, bool) or phase not in (0, 1):
                 raise ConfigError(f"producer start phase {pipe}={phase!r}: a phase bit is the integer 0 or 1")
         for pipe in self.skip_release:
-            if pipe not in pipelines:
-                raise ConfigError(f"skip_release {pipe!r}: unknown pipeline; valid: {', '.join(pipelines)}")
+            if pipe not in pipelines and pipe != FIXUP:
+                raise ConfigError(f"skip_release {pipe!r}: unknown pipeline; valid: {', '.join(pipelines)}, "
+                                  f"or {FIXUP} (the fixup flag's arrive)")
+        if not isinstance(self.fixup_delta, int) or isinstance(self.fixup_delta, bool):
+            raise ConfigError(f"fixup_delta={self.fixup_delta!r}: expected an integer (what each fixup arrival adds "
+                              "beyond its K tiles)")
         if not isinstance(self.clc_throttle, bool):
             raise ConfigError(f"clc_throttle={self.clc_throttle!r}: expected true or false, got "
                               f"{type(self.clc_throttle).__name__}")
@@ -275,8 +301,12 @@ class ProtocolKnobs:
                                           "neither MainloopLoad nor Sched uses its pipeline"}
         bars, why_b = barriers_in_use(cfg)
         waits, why_w = waits_in_use(cfg)
+        fixup_why = fixup_unused(cfg)
+        if fixup_why and (FIXUP in self.skip_release or self.fixup_delta):
+            what = "skip_release fixup" if FIXUP in self.skip_release else f"fixup_delta={self.fixup_delta}"
+            raise ConfigError(f"{what}: cannot apply to this run: {fixup_why}")
         named = [(f"producer start phase {p}={v}", p) for p, v in self.producer_start_phase]
-        named += [(f"skip_release {p}", p) for p in self.skip_release]
+        named += [(f"skip_release {p}", p) for p in self.skip_release if p != FIXUP]
         named += [(f"expect_tx {p}={v}", p) for p, v in self.expect_tx]
         for k, v in self.arrival_counts:
             if k in SINGLE_BARRIERS:
@@ -335,7 +365,7 @@ class ProtocolKnobs:
     @property
     def is_default(self) -> bool:
         return not (self.arrival_counts or self.producer_start_phase or self.skip_release or self.skip_wait
-                    or self.wrong_parity or self.expect_tx) and self.clc_throttle
+                    or self.wrong_parity or self.expect_tx or self.fixup_delta) and self.clc_throttle
 
     def describe(self) -> list[str]:
         out = [f"{k} arrival count = {v}" for k, v in self.arrival_counts]
@@ -346,4 +376,6 @@ class ProtocolKnobs:
         out += [f"waits on {w} skipped" for w in self.skip_wait]
         out += [f"waits on {w} on the wrong parity" for w in self.wrong_parity]
         out += [f"{p} expect-tx posts {v} B" for p, v in self.expect_tx]
+        if self.fixup_delta:
+            out.append(f"each fixup arrival adds its K tiles {self.fixup_delta:+d}")
         return out

@@ -17,10 +17,11 @@ cluster factor in a 1x1 cluster). The families:
   ``epilogue_throttle``); ``parity``: every wait on an mbarrier on the other phase parity;
 * ``start_phase``: a producer starts in phase 0 instead of CUTLASS's producer start state (1);
 * ``expect_tx``: expect-tx bytes one too many, one too few, and (SM100 mainloop) without the 2-SM factor;
-* ``throttle``: the CLC throttle off.
-
-The stream-K / split-K fixup barrier (the seed's ``NumFixupBarriers``) is not in the model yet
-(data-parallel tiles only): :data:`STREAM_K_FIXUP` is where its mutations go once it is.
+* ``throttle``: the CLC throttle off;
+* the stream-K / split-K fixup flag (the seed's ``NumFixupBarriers``, :mod:`simulator.protocol.fixup`),
+  :data:`STREAM_K_FIXUP`: every arrival one K tile too many or too few (``count``), the non-final
+  splits' arrive skipped (``release``), every peer's wait skipped (``wait``); n/a for a data-parallel
+  decomposition (no tile is split).
 """
 
 from __future__ import annotations
@@ -47,9 +48,15 @@ from simulator.protocol.knobs import (
 
 FAMILIES = ("count", "factor", "release", "wait", "parity", "start_phase", "expect_tx", "throttle")
 
-#: Mutations of the stream-K / split-K fixup barrier (arrival count +-1, the partial tile's arrive
-#: skipped, the final CTA's wait skipped): empty until the model has stream-K work units.
-STREAM_K_FIXUP: tuple[str, ...] = ()
+#: Mutations of the stream-K / split-K fixup flag: (id, family, knobs, value). Each arrival adds its K tiles
+#: (arrivals.fixup_increment) one more or one less, the partial tiles' arrive skipped, every peer's wait skipped.
+_FIXUP_MUTATIONS = (
+    ("fixup count +1", "count", {"fixup_delta": 1}, "K tiles + 1 per arrival (seed: the unit's K tiles)"),
+    ("fixup count -1", "count", {"fixup_delta": -1}, "K tiles - 1 per arrival (seed: the unit's K tiles)"),
+    ("fixup arrive skipped (the partial tile's arrive)", "release", {"skip_release": ["fixup"]}, ""),
+    ("fixup wait skipped (the final split's wait)", "wait", {"skip_wait": ["fixup"]}, ""),
+)
+STREAM_K_FIXUP: tuple[str, ...] = tuple(m[0] for m in _FIXUP_MUTATIONS)
 
 SM100_PIPES = ("mainloop", "accumulator", "clc", "clc_throttle", "epi_load")
 SM100_SINGLES = ("epilogue_throttle.cta0", "epilogue_throttle.peer", "tmem_alloc", "tmem_dealloc", "load_order")
@@ -245,11 +252,17 @@ def _other_mutations(cfg: Any, sm90: bool) -> list[Mutation]:
     return out
 
 
+def _fixup_mutations() -> list[Mutation]:
+    return [Mutation(mid, family, "fixup", ProtocolKnobs.make(**kw), value) for mid, family, kw, value in
+            _FIXUP_MUTATIONS]
+
+
 def mutations_for(cfg: Any) -> list[Mutation]:
     """Every mutation of the kernel of ``cfg`` (a resolved Sm100GemmConfig or Sm90GemmConfig), in a
     fixed order; each with its knobs, or why it cannot run on this config."""
     sm90 = getattr(cfg, "arch_name", "sm100") == "sm90"
-    return [_applies(m, cfg) for m in _count_mutations(cfg, sm90) + _other_mutations(cfg, sm90)]
+    return [_applies(m, cfg) for m in _count_mutations(cfg, sm90) + _other_mutations(cfg, sm90)
+            + _fixup_mutations()]
 
 
 __all__ = ["Mutation", "FAMILIES", "STREAM_K_FIXUP", "WAIT_NAMES", "factor_table", "mutations_for"]

@@ -47,7 +47,7 @@ def _config_given(args) -> bool:
 
 def _knobs_given(args) -> bool:
     return bool(args.arrival_count or args.producer_start_phase or args.skip_release or args.no_clc_throttle
-                or args.skip_wait or args.wrong_parity or args.expect_tx)
+                or args.skip_wait or args.wrong_parity or args.expect_tx or args.fixup_delta)
 
 
 def _user_change(args, resolve_inputs: Callable) -> int:

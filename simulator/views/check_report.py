@@ -261,7 +261,11 @@ def markdown(cat: dict) -> str:
             f"No-effect outcomes without a reason: {len(unexplained)}.", ""]
     for e in cat["excluded"]:
         out.append(f"Excluded: `{e['config']}` ({e['why']}): {e['class']}, {e['detail']}.")
-    out += ["", f"Stream-K: {cat['stream_k']}.", ""]
+    sk = cat["stream_k"]
+    if isinstance(sk, list):
+        sk = ("the fixup flag of the stream-K scheduler (simulator.protocol.fixup): " + ", ".join(f"*{m}*" for m in sk)
+              + "; checked on the grid's stream-K and split-K configs, n/a on the data-parallel ones")
+    out += ["", f"Stream-K / split-K: {sk}.", ""]
     out += _twins_md(cat) + _matrix_md(cat) + _mutations_md(cat) + _no_effect_md(cat) + _consan_md(cat)
     return "\n".join(out) + "\n"
 

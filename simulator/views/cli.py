@@ -141,6 +141,9 @@ def add_config_arguments(s: argparse.ArgumentParser) -> None:
                    help="every wait on this mbarrier waits on the other phase parity, e.g. accumulator.full")
     k.add_argument("--expect-tx", action="append", type=_kv, default=[], metavar="PIPE=BYTES",
                    help="the bytes each expect-tx of this pipeline posts, e.g. mainloop=32768")
+    k.add_argument("--fixup-delta", type=int, default=None, metavar="N",
+                   help="every stream-K / split-K fixup arrival adds its K tiles plus N (--skip-release fixup: "
+                        "non-final splits never arrive; --skip-wait fixup: no peer waits)")
 
 
 def _add_simulate_parser(sub) -> argparse.ArgumentParser:
@@ -273,7 +276,8 @@ def _resolve_knobs(args, cfg, table: dict, where: str) -> ProtocolKnobs:
                                skip_release=list(base.skip_release) + list(args.skip_release),
                                clc_throttle=base.clc_throttle and not args.no_clc_throttle,
                                skip_wait=sorted(set(base.skip_wait) | set(args.skip_wait)),
-                               wrong_parity=sorted(set(base.wrong_parity) | set(args.wrong_parity)), expect_tx=tx)
+                               wrong_parity=sorted(set(base.wrong_parity) | set(args.wrong_parity)), expect_tx=tx,
+                               fixup_delta=base.fixup_delta if args.fixup_delta is None else args.fixup_delta)
     knobs.check_applies(cfg)
     return knobs
 

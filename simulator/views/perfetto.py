@@ -56,7 +56,8 @@ DERIVED_OCCUPANCY: tuple[str, ...] = ("mainloop", "epi_load")
 _KIND_LABEL = {
     "tma_load": "TMA load", "mma": "MMA", "epi_load": "C load", "epilogue": "Epilogue",
     "tma_store": "TMA store", "clc_query": "CLC query", "prologue": "prologue",
-    "tile": "tile", "acc_handoff": "acc handoff",
+    "tile": "tile", "acc_handoff": "acc handoff", "fixup_store": "fixup store", "fixup_reduce": "fixup reduce",
+    "fixup_load": "fixup load",
 }
 
 

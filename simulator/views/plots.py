@@ -54,11 +54,16 @@ KIND_COLORS: dict[str, str] = {
     "prologue": "#9D9D9D",     # grey
     "tile": "#DADADA",
     "acc_handoff": "#333333",
+    "fixup_store": "#E45756",  # red: stream-K / split-K partials to the workspace
+    "fixup_reduce": "#FF9DA6",  # pink: partials added into the workspace
+    "fixup_load": "#9D755D",   # brown: the final split loads and adds the partials
 }
 KIND_LABELS: dict[str, str] = {
     "tma_load": "TMA load (in flight)", "mma": "MMA K-block", "epi_load": "C load (in flight)",
     "epilogue": "epilogue subtile", "tma_store": "TMA store (in flight)", "clc_query": "CLC query",
     "prologue": "prologue", "tile": "tile", "acc_handoff": "accumulator hand-off",
+    "fixup_store": "fixup: partial stored", "fixup_reduce": "fixup: partial added",
+    "fixup_load": "fixup: partials loaded",
 }
 #: Colour of each pipeline / named barrier (waits use it lightened). A pipeline that one kind of span
 #: fills takes that kind's colour: a wait on ``mainloop.full`` is light blue like the TMA loads it
@@ -72,6 +77,7 @@ PIPELINE_COLORS: dict[str, str] = {
     "store": KIND_COLORS["tma_store"],
     "tmem_alloc": "#E45756", "tmem_dealloc": "#E45756", "tmem": "#E45756",
     "load_order": "#7F7F7F", "epilogue_throttle": "#7F7F7F",
+    "fixup": KIND_COLORS["fixup_store"],
 }
 #: The kind that colours a role's busy time in the stall breakdown.
 ROLE_KIND: dict[str, str] = {
@@ -301,6 +307,8 @@ def _short_label(kind: str, k_block: int, barrier: str, tile: tuple[int, int, in
         return "CLC"
     if kind == "prologue":
         return "prologue"
+    if kind.startswith("fixup_"):
+        return f"fix k{k_block}" if k_block >= 0 else "fixup"
     return ""
 
 

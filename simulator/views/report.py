@@ -31,6 +31,9 @@ def describe_config(cfg) -> list[str]:
     lines.append(f"epilogue   {em}x{en} subtiles, {cfg.epi_subtiles} per tile")
     lines.append(f"scheduler  {cfg.tile_scheduler}, raster {raster_for(cfg)} (asked: {cfg.raster}), "
                  f"swizzle {cfg.swizzle}; {cfg.num_output_tiles} output tiles, {cfg.k_tiles} K-blocks each")
+    if getattr(cfg, "decomposition", "data_parallel") != "data_parallel":
+        lines.append(f"stream-K   decomposition {cfg.decomposition}, splits {cfg.splits}, reduction {cfg.reduction}"
+                     + (f", scheduler SMs {cfg.scheduler_sm_count}" if cfg.scheduler_sm_count is not None else ""))
     return lines
 
 
@@ -100,6 +103,10 @@ def format_result(res) -> str:
     out.append(f"HBM traffic        read {_gb(res.hbm_read_bytes)}, write {_gb(res.hbm_write_bytes)}; "
                f"compulsory {_gb(res.compulsory_bytes)} (x{res.hbm_bytes / max(1, res.compulsory_bytes):.2f}); "
                f"L2 hit rate {100 * res.l2_hit_rate:.1f}%")
+    if res.decomposition:
+        out.append(f"decomposition      {res.decomposition}")
+        out.append(f"workspace          partials written {res.workspace_write_bytes / 1e6:.3f} MB, read "
+                   f"{res.workspace_read_bytes / 1e6:.3f} MB (L2 atomics read what they add to)")
     unit = "output tile-halves (2-SM)" if getattr(cfg, "use_2sm", False) and arch.sm_version == 100 else "output tiles"
     out.append(f"work               {once} {unit} computed once of {res.tiles_expected} expected"
                + (f", {twice} MORE THAN ONCE" if twice else "")
