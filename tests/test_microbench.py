@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from simulator.machine.arch import ArchSpec
-from validation.microbench import cluster, epilogue, sync, tma, wgmma
+from validation.microbench import cluster, epilogue, mainloop_cuda, sync, tma, wgmma
 from validation.microbench.common import linfit
 from validation.microbench.driver import Args, span_summary
 from validation.microbench.report import markdown
@@ -115,7 +115,9 @@ def test_every_kernel_builds_for_sm90a(tmp_path, monkeypatch):
              "cluster": ["cluster_probe"],
              "power": ["power_none", "power_tc", "power_smem", "power_fma"],
              "wgmma_f16": [wgmma.kernel_name(*v[:1], "f16", *v[1:]) for v in wgmma.variants("f16")],
-             "wgmma_bf16": [wgmma.kernel_name(*v[:1], "bf16", *v[1:]) for v in wgmma.variants("bf16")]}
+             "wgmma_bf16": [wgmma.kernel_name(*v[:1], "bf16", *v[1:]) for v in wgmma.variants("bf16")],
+             "l2share": ["tma_stream_grouped"],
+             "mainloop_f16": [mainloop_cuda.kernel_name(n) for n in mainloop_cuda.TILE_NS]}
     for mod, kernels in names.items():
         blob = (tmp_path / f"{mod}.cubin").read_bytes()
         for k in kernels:

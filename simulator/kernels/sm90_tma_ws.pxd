@@ -74,6 +74,7 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public long _b_dests
     cdef public double _l2_cost
     cdef public double _tma_fixed
+    cdef public double _zf_cost
     cdef public double _store_rate
     cdef public double _store_fixed
     cdef public double _store_write

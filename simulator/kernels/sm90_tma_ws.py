@@ -65,7 +65,10 @@ at the first epilogue barrier).
 TMA loads go through the shared :class:`MemorySystem` (L2 hit/miss by slice, L2 and HBM bandwidth,
 a hit on a slice still being filled waits for the fill, a miss lands :data:`TMA_MISS_EXTRA` later)
 and through the SM's TMA unit (``Cta.tma_free``: ``tma_load_bytes_per_clk_per_sm`` for every byte it
-delivers, once per multicast destination, then :data:`TMA_LOAD_FIXED`); rows whose pitch is not a multiple of 128 B cost the TMA unit
+delivers, once per multicast destination, then :data:`TMA_LOAD_FIXED`). Rows of a box past M or N
+are zero-filled: no memory traffic, but they land like the others and their zeros hold the L2 ->
+SM path longer than read bytes, once per multicast destination (``tma_zero_fill_l2_cost``,
+measured). Rows whose pitch is not a multiple of 128 B cost the TMA unit
 :data:`TMA_MISALIGNED_COST` and the L2 :data:`L2_MISALIGNED_COST` times as long per byte. The epilogue
 per subtile is the twin's measured sequence (:data:`EPILOGUE_PHASES_1SM`): convert + stmatrix +
 fence per warpgroup, the store thread's bulk wait, the named barrier, the TMA store issue (blocking
@@ -330,7 +333,7 @@ class Sm90Timing:
                 "smem_read_bytes_per_clk", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s",
                 "l2_latency_cycles", "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles",
                 "remote_arrive_latency_cycles", "launch_overhead_ns", "tma_load_bytes_per_clk_per_sm",
-                "gpc_count") + tuple(c.name for c in MODULE_CONSTANTS)
+                "gpc_count", "tma_zero_fill_l2_cost") + tuple(c.name for c in MODULE_CONSTANTS)
 
 
 class MathWarpGroupOrderBarrier:
@@ -799,6 +802,7 @@ class Sm90GemmTmaWarpSpecialized:
         self._b_dests = cfg.cluster_m
         self._l2_cost = t.l2_cost
         self._tma_fixed = TMA_LOAD_FIXED.value
+        self._zf_cost = arch.tma_zero_fill_l2_cost.value
         # The memory system as TMA sees it on SM90: a miss lands TMA_MISS_EXTRA later than a plain
         # load's latency, and a hit on a slice still being filled waits for the fill.
         memory.miss_extra = TMA_MISS_EXTRA.value
@@ -905,18 +909,23 @@ class Sm90GemmTmaWarpSpecialized:
         out |= {cx + cta.cy * cfg.cluster_m for cx in range(cfg.cluster_m)}
         return sorted(out)
 
-    def tile_loads(self, cta: Cta, tile) -> tuple[int, int, int, int]:
+    def tile_loads(self, cta: Cta, tile) -> tuple:
         """What this CTA's TMA loads of one tile read from memory: (L2 key of its A slice's K-block
-        0 (K-block ``kb`` is ``key + kb``), in-bounds bytes of its A slice, the same for B). TMA
-        zero-fills out-of-bounds rows: they cost no memory traffic but still count as transaction
-        bytes."""
+        0 (K-block ``kb`` is ``key + kb``), in-bounds bytes of its A slice, the same for B, then the
+        zero fill of each slice). TMA zero-fills the slice's rows past M (N): they cost no memory
+        traffic but still land (transaction bytes, the SM's TMA rate) and hold the L2 -> SM path
+        (``tma_zero_fill_l2_cost``). A CTA's slice is its rows of the tile (A: its share
+        ``cy`` of ``cluster_n``, B: ``cx`` of ``cluster_m``)."""
         cfg = self.cfg
         m_tile, n_tile, l_idx = tile
-        a_bytes = _in_bounds(self.a_slice, cfg.m - m_tile * cfg.tile_m, cfg.tile_m)
-        b_bytes = _in_bounds(self.b_slice, cfg.n - n_tile * cfg.cta_tile_n, cfg.cta_tile_n)
+        a_rows = cfg.tile_m // cfg.cluster_n
+        b_rows = cfg.cta_tile_n // cfg.cluster_m
+        a_bytes = _in_bounds(self.a_slice, cfg.m - m_tile * cfg.tile_m - cta.cy * a_rows, a_rows)
+        b_bytes = _in_bounds(self.b_slice, cfg.n - n_tile * cfg.cta_tile_n - cta.cx * b_rows, b_rows)
         mem = self.mem
         return (mem.key_block(("A", l_idx, m_tile, cta.cy), self.k_tiles), a_bytes,
-                mem.key_block(("B", l_idx, n_tile, cta.cx), self.k_tiles), b_bytes)
+                mem.key_block(("B", l_idx, n_tile, cta.cx), self.k_tiles), b_bytes,
+                self.a_slice - a_bytes, self.b_slice - b_bytes)
 
     def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> float:
         """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to
@@ -924,7 +933,7 @@ class Sm90GemmTmaWarpSpecialized:
         Each slice's bytes complete-tx on the full barrier of every receiving CTA."""
         mem = self.mem
         now = role._time()
-        a_key, a_bytes, b_key, b_bytes = loads
+        a_key, a_bytes, b_key, b_bytes, a_fill, b_fill = loads
         if kb == self.k_tiles - 1 and self.k_tail_num != self.tile_k:
             # The last K-block reaches past K: TMA zero-fills the rest.
             a_bytes = a_bytes * self.k_tail_num // self.tile_k
@@ -934,12 +943,19 @@ class Sm90GemmTmaWarpSpecialized:
         a_land = mem.load_scaled(now, a_key + kb, a_bytes, cost)
         b_land = mem.load_scaled(now, b_key + kb, b_bytes, cost)
         land = a_land if a_land > b_land else b_land
-        # The SM's TMA unit moves this CTA's slices at its rate, once per destination of its multicast
-        # (the bytes landing per SM per stage are the same whatever the cluster shape, as in the
-        # SM100 model's ingress); they land a fixed latency later.
+        # Rows past M (N) are zero-filled: their zeros come back over the L2 -> SM path, to every
+        # destination of the multicast (a cluster saves no zero fill: measured, 1x2 at M = 64 runs
+        # as 1x1 does, v3b mainloop.fp16_64x28672x4096.n64.c1x2.wgmma).
+        if a_fill or b_fill:
+            z_land = mem.zero_fill(now, a_fill * self._a_dests + b_fill * self._b_dests, self._zf_cost)
+            if z_land > land:
+                land = z_land
+        # The SM's TMA unit lands this CTA's slices (zero fill included) at its rate, once per
+        # destination of its multicast (the bytes landing per SM per stage are the same whatever the
+        # cluster shape, as in the SM100 model's ingress); they land a fixed latency later.
         if self._tma_rate > 0.0:
             start = cta.tma_free if cta.tma_free > now else now
-            cta.tma_free = start + (a_bytes * self._a_dests + b_bytes * self._b_dests) / self._tma_rate
+            cta.tma_free = start + (self.a_slice * self._a_dests + self.b_slice * self._b_dests) / self._tma_rate
             sm_land = cta.tma_free + self._tma_fixed
             if sm_land > land:
                 land = sm_land

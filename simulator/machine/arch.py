@@ -47,12 +47,15 @@ _MICRO = "validation/results/h200_microbench.json (python -m validation.microben
 #: The v2 microbenchmarks (one per SM90 timing constant); a source names the key in its "quantities".
 _MICRO2 = "validation/results/h200_microbench_v2.json (python -m validation.microbench.run, 2026-12-01)"
 _CUDA_GUIDE_CLUSTERS = "CUDA C++ Programming Guide, Thread Block Clusters (8 portable, 16 non-portable opt-in)"
+#: The v3 microbenchmarks (issue 17's mechanisms) and their second run; a source names the key in its "quantities".
+_MICRO3 = "validation/results/h200_microbench_v3.json (python -m validation.microbench.run --suite v3, 2026-12-01)"
+_MICRO3B = "validation/results/h200_microbench_v3b.json (--suite v3b, 2026-12-01)"
 
 # Constants that may be zero (the feature does not exist on that architecture); all others must be > 0.
 _MAY_BE_ZERO = frozenset({
     "tmem_columns", "tmem_lanes", "clc_query_latency_cycles", "tmem_load_bytes_per_clk",
     "launch_overhead_ns", "mbarrier_arrive_latency_cycles", "tma_load_bytes_per_clk_per_sm",
-    "epilogue_subtile_sync_cycles",
+    "epilogue_subtile_sync_cycles", "tma_zero_fill_l2_cost",
 })
 
 
@@ -98,6 +101,7 @@ class ArchSpec:
     tma_load_bytes_per_clk_per_sm: Constant
     gpc_count: Constant
     epilogue_subtile_sync_cycles: Constant
+    tma_zero_fill_l2_cost: Constant
 
     def __post_init__(self) -> None:
         for name in self.constant_names():
@@ -281,6 +285,11 @@ class ArchSpec:
                 f"{_FIT}; per epilogue subtile, the fence, two named-barrier syncs and TMA-store issue/wait of "
                 "the CuTe-DSL epilogue beyond the modelled TMEM load, conversion and SMEM write (not published)",
                 "fitted"),
+            tma_zero_fill_l2_cost=C(
+                "tma_zero_fill_l2_cost", 0, "x",
+                "not modelled on SM100 (0: zero fill costs only the SM's TMA ingress, as a landed byte): the "
+                f"H200's cost ({_MICRO3} tma_oob.*, mainloop.*) is of Hopper's TMA and L2, nothing published "
+                "measures Blackwell's", "estimate"),
         )
 
 
@@ -379,6 +388,22 @@ class ArchSpec:
                         "(simulator.kernels.scheduler.H200_PLACEMENT_DOMAINS)", "datasheet"),
             epilogue_subtile_sync_cycles=C("epilogue_subtile_sync_cycles", 0, "cycles",
                                            "not modelled on SM90 (0)", "estimate"),
+            tma_zero_fill_l2_cost=C(
+                "tma_zero_fill_l2_cost", 2.12, "x",
+                f"derived from {_MICRO3} and {_MICRO3B}: the twin's mainloop replayed with A boxes past M "
+                "(fp16 N=28672, K=4096, 128x64 tiles, 132 SMs): per K-block each SM lands 8 KiB of A, 8 KiB of B "
+                "and 8 KiB of zeros in 873 cycles at 1.747 GHz (v3b mainloop.fp16_64x28672x4096.n64.c1x1.wgmma."
+                "grid132.first_tile_kblock_cycles; A 128 rows high, no zero fill, ...a_full.grid132...: 489), 2 KiB, "
+                "8 KiB and 14 KiB at M = 16 in 1049 (v3 mainloop.fp16_16x28672x4096.n64.c1x1.wgmma, its 3-tile "
+                "CTAs), and a 2x1 cluster at M = 64 (the second CTA's A box wholly past M) in 830 (v3b "
+                "mainloop.fp16_64x28672x4096.n64.c2x1.wgmma.first_tile_kblock_cycles): at l2_bytes_per_s a zero-"
+                "filled byte holds the L2 -> SM path 2.23, 2.14 and 2.00 times as long as a read one; their mean. "
+                "Streams of 128-row boxes of an R-row tensor give 1.2-1.5 when every SM zero-fills other rows "
+                "(tma_oob.h*.box128.132sm against .box_r.132sm), more when all fill the same rows at once "
+                "(v3b tma_oob_shared.h*.lockstep: 701-744 cycles per box against 561-615), 2.05 for boxes wholly "
+                "past the tensor; one SM alone zero-fills at its TMA rate (tma_oob.h*.box128.1sm: 157 cycles per "
+                "16 KiB box, as a full one; the replay on 1 ... 8 SMs, v3b mainloop.*.grid1/grid8: no cost)",
+                "measured-here"),
         )
 
 

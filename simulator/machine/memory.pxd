@@ -41,6 +41,7 @@ cdef class MemorySystem:
     cdef public long long l2_hits
     cdef public long long l2_misses
     cdef public long long load_bytes
+    cdef public long long zero_fill_bytes
     cdef public bint last_hit
     cdef public bint fill_wait
     cdef public double miss_extra
@@ -64,6 +65,8 @@ cdef class MemorySystem:
     cpdef double workspace_write(self, double now, long long key, long long nbytes, double l2_cost=*)
     @cython.locals(slot=Py_ssize_t)
     cpdef double workspace_read(self, double now, long long key, long long nbytes)
+    @cython.locals(end=double)
+    cpdef double zero_fill(self, double now, long long nbytes, double cost)
     @cython.locals(end=double)
     cpdef double store(self, double now, long long nbytes)
     cpdef double store_accepted(self, double now, long long nbytes)

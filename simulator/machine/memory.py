@@ -12,6 +12,8 @@ to HBM (their bytes are counted once, as the compulsory output traffic). The str
 workspace (partial accumulators the epilogue threads store, add atomically and load back,
 :meth:`MemorySystem.workspace_write` / :meth:`MemorySystem.workspace_read`) stays in L2 like any other
 slice (write-back: a dirty slice that is evicted is written to HBM then).
+Rows of a TMA box past the tensor are zero-filled (:meth:`MemorySystem.zero_fill`): no memory
+traffic, but on the H200 they occupy the L2 -> SM path longer than read bytes do (measured).
 
 The LRU is a doubly linked list threaded through arrays indexed by integer slice keys (the kernel
 models reserve them with :meth:`MemorySystem.key_block`; other keys are numbered on first use):
@@ -88,6 +90,7 @@ class MemorySystem:
         self.l2_hits = 0
         self.l2_misses = 0
         self.load_bytes = 0
+        self.zero_fill_bytes = 0
         self.last_hit = False       # whether the latest load hit in L2 (read by the SM90 model)
         # Options a kernel model may switch on (off: the behaviour the SM100 model is built on):
         # ``fill_wait``: a hit on a slice whose miss is still being filled from HBM waits for that
@@ -259,6 +262,16 @@ class MemorySystem:
         end = self.hbm.reserve(now, nbytes)
         self.l2.reserve(now, nbytes)
         return end + self._hbm_latency
+
+    def zero_fill(self, now: float, nbytes: int, cost: float) -> float:
+        """TMA zero-fills ``nbytes`` of box rows past the tensor, issued at ``now``: no memory traffic,
+        but the zeros come back over the L2 -> SM path, occupying it ``cost`` times as long as read
+        bytes would; returns when they have landed (``now`` when ``cost`` is 0: zero fill is free)."""
+        if cost <= 0.0 or nbytes <= 0:
+            return now
+        self.zero_fill_bytes += nbytes
+        end = self.l2.reserve_scaled(now, nbytes, cost)
+        return end + self._l2_latency + self._tma_overhead
 
     def store(self, now: float, nbytes: int) -> float:
         """A TMA store issued at ``now``; returns when its bytes are written (write-through)."""

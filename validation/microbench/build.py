@@ -19,13 +19,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from .mainloop_cuda import cuda_source as mainloop_source
 from .wgmma_cuda import cuda_source
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 ARCH_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a",)
 #: Kernel modules: name -> source (a file of cuda/, or a callable returning generated source).
-STATIC_MODULES = ("util", "tma", "epilogue", "sync", "cluster", "power")
-GENERATED_MODULES = ("wgmma_f16", "wgmma_bf16")
+STATIC_MODULES = ("util", "tma", "epilogue", "sync", "cluster", "power", "l2share")
+GENERATED_MODULES = ("wgmma_f16", "wgmma_bf16", "mainloop_f16")
 
 
 def build_dir() -> Path:
@@ -44,7 +45,7 @@ def _source(name: str) -> tuple[Path, bool]:
         return CUDA_DIR / f"{name}.cu", False
     if name in GENERATED_MODULES:
         path = build_dir() / f"{name}.cu"
-        text = cuda_source(name.split("_", 1)[1])
+        text = mainloop_source() if name == "mainloop_f16" else cuda_source(name.split("_", 1)[1])
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
         return path, True

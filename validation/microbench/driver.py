@@ -2,7 +2,7 @@
 kernel (optionally in a cluster, with a TMA descriptor), allocate and copy, ask occupancy questions.
 
 Every kernel of ``validation/microbench/cuda`` takes ``(const Args)`` or ``(const __grid_constant__
-TmaDesc, const Args)``: :class:`Args` below is the host image of the C struct (8 pointers, 8 integers).
+TmaDesc, ..., const Args)`` (one or more descriptors): :class:`Args` below is the host image of the C struct (8 pointers, 8 integers).
 Only :class:`Args` and :func:`span_summary` are usable without a GPU.
 """
 
@@ -121,9 +121,11 @@ class Gpu:
 
     def launch(self, fn, grid, block, args: Args, *, smem: int = 0, cluster: int = 0, tmap=None,
                sync: bool = True) -> None:
-        """Launch ``fn(tmap?, args)``; with ``sync`` wait for it and raise on any error."""
+        """Launch ``fn(tmap?, args)`` (``tmap``: one descriptor, or a tuple of them passed in order); with
+        ``sync`` wait for it and raise on any error."""
         self.prepare(fn, smem, cluster)
-        ptrs = ([tmap.getPtr()] if tmap is not None else []) + [ctypes.addressof(args)]
+        maps = () if tmap is None else (tuple(tmap) if isinstance(tmap, (tuple, list)) else (tmap,))
+        ptrs = [m.getPtr() for m in maps] + [ctypes.addressof(args)]
         params = (ctypes.c_void_p * len(ptrs))(*ptrs)
         _check(self.cu.cuLaunchKernelEx(self._config(grid, block, smem, cluster), fn,
                                         ctypes.addressof(params), 0))

@@ -62,12 +62,69 @@ def _l2_pivot(q: dict) -> list[str]:
     return lines + [""]
 
 
+def _v3_tables(res: dict) -> list[str]:
+    """The mainloop replays and the L2 sharing / zero-fill / B streams of the v3 suite, as tables."""
+    out = []
+    runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster") for r in res.get(f, {}).get("runs", [])]
+    if runs:
+        out += ["## Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)", "",
+                "| problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
+                "first tile, per K-block | MHz |",
+                "| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in runs:
+            fill = "no (A 128 rows)" if r["a_full"] else ("yes" if r["m"] % 128 else "-")
+            first = (r.get("tile_end_cycles_median") or [None])[0]
+            out.append(f"| {r['m']}x{r['n']}x{r['k']} | {r['tile_n']} | {r['cluster'][1:]} | {r['mode']} | {fill} | "
+                       f"{r['grid']} | {r['wall_ns'] / 1e3:.1f} | {r['kblock_cycles']:.0f} | "
+                       f"{first / (r['k'] // 64) if first else float('nan'):.0f} | {r['clock_mhz']} |")
+        out.append("")
+    lock = res.get("l2share_lockstep", {}).get("oob_lockstep", [])
+    if lock:
+        out += ["## Zero fill with every SM on the same box (stagger 0) or its own (stagger 8), 132 SMs", "",
+                "| tensor rows | box | rows in bounds | stagger | cycles per box | B/clk/SM landed |",
+                "| ---: | --- | ---: | ---: | ---: | ---: |"]
+        for r in lock:
+            out.append(f"| {r['height']} | {r['what']} | {r['in_bounds_rows']} | {r['stagger']} | "
+                       f"{r['cycles_per_box']:.0f} | {r['bytes_per_clk_per_sm']:.1f} |")
+        out.append("")
+    ls = res.get("l2share", {})
+    if ls.get("oob"):
+        out += ["## TMA zero fill (L2-resident, each CTA its own K offset)", "",
+                "| tensor rows | box | rows in bounds | CTAs | cycles per box | B/clk/SM landed |",
+                "| ---: | --- | ---: | ---: | ---: | ---: |"]
+        for r in ls["oob"]:
+            out.append(f"| {r['height']} | {r['what']} ({r['box_rows']} rows) | {r['in_bounds_rows']} | {r['ctas']} | "
+                       f"{r['cycles_per_box']:.0f} | {r['bytes_per_clk_per_sm']:.1f} |")
+        out.append("")
+    if ls.get("share"):
+        out += ["## CTAs reading the same L2 lines (128 x 128 B boxes)", "",
+                "| readers per box | timing | footprint MiB | SMs | TB/s | B/clk/SM |", "| ---: | --- | ---: | ---: | ---: | ---: |"]
+        for r in ls["share"]:
+            out.append(f"| {r['group']} | {r['what']} | {r['footprint_mib']:.1f} | {r['ctas']} | "
+                       f"{r['bytes_per_s'] / 1e12:.2f} | {r['bytes_per_clk_per_sm']:.1f} |")
+        out.append("")
+    if ls.get("bstream"):
+        out += ["## B from HBM: each CTA its own K-major stripe (row pitch 8192 B)", "",
+                "| stripe rows | loads in flight | SMs | TB/s | B/clk/SM |", "| ---: | ---: | ---: | ---: | ---: |"]
+        for r in ls["bstream"]:
+            out.append(f"| {r['box_rows']} | {r['stages']} | {r['ctas']} | {r['bytes_per_s'] / 1e12:.2f} | "
+                       f"{r['bytes_per_clk_per_sm']:.1f} |")
+        out.append("")
+    return out
+
+
+_TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of issue 17 (small M, shared lines, "
+           "zero fill, multicast)", "v3b": "issue 17, second run (clusters with the twin's remote arrive, "
+           "scaling over SMs, zero fill in lockstep)"}
+
+
 def markdown(doc: dict) -> str:
     m, q = doc["meta"], doc["quantities"]
     dev = m.get("device", {})
     smi = m.get("nvidia_smi_before", {})
     clk = m.get("effective_sm_clock", {})
-    out = ["# H200 microbenchmarks (v2): the SM90 model's timing constants", "",
+    suite = m.get("suite", "v2")
+    out = [f"# H200 microbenchmarks ({suite}): {_TITLES.get(suite, suite)}", "",
            f"Command: `{m.get('command')}`, {m.get('date_utc')}. Device: {dev.get('name')} ({dev.get('sm_count')} SMs, "
            f"L2 {dev.get('l2_bytes')} B), driver {smi.get('driver_version')}, CUDA driver API {dev.get('cuda_driver_version')}, "
            f"{m.get('versions', {}).get('nvcc')}, cuda-bindings {m.get('versions', {}).get('cuda.bindings')}, "
@@ -78,9 +135,10 @@ def markdown(doc: dict) -> str:
            "also in the JSON's `quantities` under the name in the first column.", ""]
     out += _wgmma_pivot(q)
     out += _l2_pivot(q)
+    out += _v3_tables(doc.get("results", {}))
     out += ["## All quantities", "", "| name | value | unit | how |", "| --- | ---: | --- | --- |"]
     for k in sorted(q):
-        if k.startswith("wgmma.") or k.startswith("l2_to_sm."):
+        if k.startswith(("wgmma.", "l2_to_sm.")):
             continue
         v = q[k]
         out.append(f"| `{k}` | {_fmt(v['value'])} | {v['unit']} | {v['what']} |")

@@ -1,12 +1,13 @@
 """Run every microbenchmark family on the GPU and write one JSON (+ a Markdown table).
 
     python -m validation.microbench.run --out OUT [--quick] [--budget-s 330] [--families wgmma,tma]
+    python -m validation.microbench.run --suite v3 --out OUT       # issue 17's mechanisms
     python -m validation.microbench.run --dry-run      # CPU: build every kernel, print the plan
 
 Each family runs in a child process with its own time limit (a fault or a hang loses that family
-only); whatever finished within ``--budget-s`` is written. Output: ``OUT/h200_microbench_v2.json``
+only); whatever finished within ``--budget-s`` is written. Output: ``OUT/h200_microbench_<suite>.json``
 (metadata, per-family results, and ``quantities``: every named result with value, unit and method)
-and ``OUT/h200_microbench_v2.md``.
+and ``OUT/h200_microbench_<suite>.md``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-#: Family -> (module, seconds it may take in a full run). Order: cheapest first.
-FAMILIES = {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue": 90, "tma": 120}
-OUT_NAME = "h200_microbench_v2"
+#: Family -> seconds it may take in a full run, per suite (v2: the SM90 model's constants; v3: the
+#: mechanisms of issue 17; v3b: its second run, the cluster replays with the twin's remote arrive).
+#: Order: cheapest first.
+SUITES = {"v2": {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue": 90, "tma": 120},
+          "v3": {"clock": 20, "l2share": 50, "mainloop": 60, "mainloop_cluster": 50},
+          "v3b": {"clock": 20, "l2share_lockstep": 30, "mainloop_scaling": 60, "mainloop_cluster": 50}}
+FAMILIES = {f: s for suite in SUITES.values() for f, s in suite.items()}
 
 
 def _nvidia_smi() -> dict:
@@ -108,17 +113,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=".", help="directory for h200_microbench_v2.json/.md")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     ap.add_argument("--budget-s", type=float, default=420.0, help="hard limit for the whole run")
-    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset")
+    ap.add_argument("--suite", default="v2", choices=sorted(SUITES), help="which families (default v2)")
+    ap.add_argument("--families", default=None, help="comma-separated subset of the suite's families")
     ap.add_argument("--dry-run", action="store_true", help="build every kernel and print the plan (no GPU)")
     ap.add_argument("--family", help=argparse.SUPPRESS)
     ap.add_argument("--part", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.family:
         return run_family(a.family, Path(a.part), a.quick)
-    fams = [f for f in a.families.split(",") if f]
-    bad = [f for f in fams if f not in FAMILIES]
+    suite = SUITES[a.suite]
+    out_name = f"h200_microbench_{a.suite}"
+    fams = [f for f in (a.families or ",".join(suite)).split(",") if f]
+    bad = [f for f in fams if f not in suite]
     if bad:
-        print(f"--families: unknown {bad}; valid: {', '.join(FAMILIES)}", file=sys.stderr)
+        print(f"--families: {bad} not in suite {a.suite}; valid: {', '.join(suite)}", file=sys.stderr)
         return 2
     from .build import build_all
     t_start = time.time()
@@ -131,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "command": "python -m validation.microbench.run --out OUT" + (" --quick" if a.quick else ""),
+    meta = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "suite": a.suite,
+            "command": "python -m validation.microbench.run --out OUT" + (f" --suite {a.suite}" if a.suite != "v2" else "")
+            + (" --quick" if a.quick else ""),
             "nvidia_smi_before": _nvidia_smi(), "versions": _versions(), "host": platform.node()}
     results: dict = {}
     status: dict = {}
@@ -169,10 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in r.pop("quantities", {}).items():
             quantities[k] = {**v, "family": f}
     doc = {"meta": meta, "quantities": quantities, "results": results}
-    (out / f"{OUT_NAME}.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
+    (out / f"{out_name}.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
     from .report import markdown
-    (out / f"{OUT_NAME}.md").write_text(markdown(doc))
-    print(f"[run] wrote {out / OUT_NAME}.json with {len(quantities)} quantities in {time.time() - t_start:.0f} s")
+    (out / f"{out_name}.md").write_text(markdown(doc))
+    print(f"[run] wrote {out / out_name}.json with {len(quantities)} quantities in {time.time() - t_start:.0f} s")
     return 0
 
 

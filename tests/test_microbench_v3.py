@@ -1,0 +1,130 @@
+"""The v3 microbenchmarks of issue 17 (zero fill, shared L2 lines, the twin's mainloop replayed) on the
+CPU: the committed result files (metadata, quantities re-derived from their raw results by the
+committed code, the report), the experiment plans, and the H200 constants derived from them."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from simulator.machine.arch import ArchSpec
+from validation.microbench import l2share, l2share_lockstep, mainloop, mainloop_cuda
+from validation.microbench.report import markdown
+
+RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results"
+FAMILIES = {"h200_microbench_v3": {"clock", "l2share", "mainloop", "mainloop_cluster"},
+            "h200_microbench_v3b": {"clock", "l2share_lockstep", "mainloop_scaling", "mainloop_cluster"}}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def doc(request):
+    d = json.loads((RESULTS / f"{request.param}.json").read_text())
+    d["_name"] = request.param
+    return d
+
+
+@pytest.fixture(scope="module")
+def q3():
+    q = json.loads((RESULTS / "h200_microbench_v3.json").read_text())["quantities"]
+    q.update(json.loads((RESULTS / "h200_microbench_v3b.json").read_text())["quantities"])
+    return q
+
+
+def test_result_metadata(doc):
+    m = doc["meta"]
+    assert m["device"]["name"] == "NVIDIA H200" and m["device"]["sm_count"] == 132
+    assert m["suite"] == doc["_name"].rsplit("_", 1)[1]
+    assert m["command"] == f"python -m validation.microbench.run --out OUT --suite {m['suite']}"
+    assert all(s["rc"] == 0 for s in m["family_status"].values())
+    assert set(doc["results"]) == FAMILIES[doc["_name"]]
+    for k, v in doc["quantities"].items():
+        assert re.fullmatch(r"[a-z0-9_.]+", k, re.I), k
+        assert math.isfinite(v["value"]) and v["unit"] and v["what"], k
+
+
+def test_quantities_rederive_from_raw_results(doc):
+    mods = {"l2share": l2share, "l2share_lockstep": l2share_lockstep, "mainloop": mainloop,
+            "mainloop_cluster": mainloop, "mainloop_scaling": mainloop}
+    for fam, mod in mods.items():
+        if fam not in doc["results"]:
+            continue
+        again = mod.quantities(doc["results"][fam])
+        stored = {k: v for k, v in doc["quantities"].items() if v["family"] == fam}
+        assert stored and stored.keys() == again.keys(), fam
+        for k, v in stored.items():
+            assert again[k]["value"] == pytest.approx(v["value"], abs=1e-3), k
+
+
+def test_markdown_report(doc):
+    md = markdown(doc)
+    assert md.startswith(f"# H200 microbenchmarks ({doc['meta']['suite']}): ")
+    assert "## Mainloop replays" in md
+
+
+def test_experiment_plans():
+    ex = mainloop.experiments()
+    assert len(ex) == len(set(ex)) and {e[4] for e in ex} == {"c1x1", "c1x2", "c2x1"}
+    assert all(e[3] in mainloop_cuda.TILE_NS and e[5] in mainloop.MODES for e in ex)
+    assert {e[8] for e in mainloop.scaling_experiments()} == {1, 8, 33, 66, 112, 132}
+    # persistent grids: 448 tiles of 128x64 over 132 CTAs; 66 clusters of 2 for 1x2 (224 cluster tiles)
+    assert mainloop._grid(64, 28672, 64, "c1x1", 132) == (448, 1, 132, 1)
+    assert mainloop._grid(64, 28672, 64, "c1x2", 132) == (224, 1, 132, 2)
+    assert mainloop._grid(64, 28672, 64, "c2x1", 132) == (448, 1, 132, 2)
+    assert mainloop._grid(64, 28672, 256, "c1x1", 132) == (112, 1, 112, 1)
+
+
+def test_generated_mainloop_source_has_every_tile_and_the_twins_remote_arrive():
+    src = mainloop_cuda.cuda_source()
+    for n in mainloop_cuda.TILE_NS:
+        assert f"void __launch_bounds__(384, 1) {mainloop_cuda.kernel_name(n)}(" in src
+        assert f"mma_ss_f16_n{n}(" in src
+    assert "#define REMOTE_ARRIVE mbar_arrive_remote_cta" in src
+
+
+def test_zero_fill_is_free_on_one_sm_and_costly_on_all(q3):
+    for h in (16, 32, 64, 96):
+        one = q3[f"tma_oob.h{h}.box128.1sm.cycles_per_box"]["value"]
+        full = q3["tma_oob.h128.box128.1sm.cycles_per_box"]["value"]
+        assert one == pytest.approx(full, rel=0.02)                  # one SM: as fast as a full box
+        assert q3[f"tma_oob.h{h}.box128.132sm.cycles_per_box"]["value"] > q3[f"tma_oob.h{h}.box_r.132sm.cycles_per_box"]["value"]
+    assert q3["tma_oob.h64.box128_all_oob.132sm.cycles_per_box"]["value"] > 2 * q3["tma_oob.h128.box128.132sm.cycles_per_box"]["value"]
+
+
+def test_lockstep_readers_share_their_l2_reads(q3):
+    distinct = q3["l2_share.g1.lockstep.bytes_per_clk_per_sm"]["value"]
+    for g in (2, 4, 12, 33, 66, 132):
+        assert q3[f"l2_share.g{g}.lockstep.bytes_per_clk_per_sm"]["value"] > 1.9 * distinct, g
+        assert q3[f"l2_share.g{g}.spread.bytes_per_clk_per_sm"]["value"] == pytest.approx(distinct, rel=0.1), g
+
+
+def test_h200_zero_fill_cost_is_derived_from_the_replays(q3):
+    """tma_zero_fill_l2_cost: the mean of what three replays give: the KiB per SM (cluster) and K-block
+    that l2_bytes_per_s carries in the measured K-block time, beyond the bytes read, per zero-filled KiB."""
+    h = ArchSpec.h200()
+    l2 = h.l2_bytes_per_s.value
+    v3 = json.loads((RESULTS / "h200_microbench_v3.json").read_text())["results"]
+    v3b = json.loads((RESULTS / "h200_microbench_v3b.json").read_text())["results"]
+
+    def run(res, **kw):
+        return next(r for r in res["runs"] if all(r[k] == v for k, v in kw.items()))
+
+    def cost(kblock, r, units, read_kib, zero_kib):
+        return (kblock * l2 / (r["clock_mhz"] * 1e6) / units / 1024 - read_kib) / zero_kib
+
+    a = run(v3b["mainloop_scaling"], m=64, tile_n=64, grid=132, a_full=False)
+    b = run(v3["mainloop"], m=16, tile_n=64, a_full=False, mode="wgmma", stages=8)
+    c = run(v3b["mainloop_cluster"], m=64, tile_n=64, cluster="c2x1", mode="wgmma")
+    vals = [cost(a["tile_end_cycles_median"][0] / 64, a, 132, 16, 8),     # 8 KiB A + 8 KiB B read, 8 zeros
+            cost(b["cycles_median"] / (3 * 64), b, 132, 10, 14),          # its 3-tile CTAs: 2 + 8 read, 14 zeros
+            cost(c["tile_end_cycles_median"][0] / 64, c, 66, 16, 24)]     # per cluster: 16 read, 8 + 16 zeros
+    assert vals == pytest.approx([2.23, 2.14, 2.00], abs=0.01)
+    assert h.tma_zero_fill_l2_cost.value == pytest.approx(sum(vals) / 3, abs=0.005)
+    assert "h200_microbench_v3b.json" in h.tma_zero_fill_l2_cost.source
+    keys = re.findall(r"(?:v3b? )(mainloop\.[a-z0-9_]+(?:\.[a-z0-9_]+)+)", h.tma_zero_fill_l2_cost.source)
+    assert len(keys) >= 3
+    for k in keys:                      # every replay the source names is in the result files
+        assert any(q.startswith(k.rstrip(".")) for q in q3), k
