@@ -31,7 +31,7 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +50,7 @@ from validation.accuracy import (  # noqa: E402
     DATASETS,
     evaluate_dataset,
     nvmh,  # noqa: E402
+    quick_subset,
     spearman,
 )
 from validation.accuracy.cache import SimCache  # noqa: E402
@@ -139,10 +140,14 @@ def default_twin_name(m: int, n: int, k: int, arch: ArchSpec, dtype: str = "fp16
 
 def predicted_clock_times(m: int, n: int, k: int, dtype: str, names: list[str], jobs: int) -> tuple[list, list]:
     """Each candidate's time and clock as ``wsim tune --arch h200 --space hw`` predicts them (each at its
-    own predicted clock), in the order of ``names``."""
+    own predicted clock), in the order of ``names``: the hw space narrowed to the measured candidates
+    (the stream-K ones were measured only on the streamk phase's problems)."""
     from hw_kernels.host import KernelConfig
     from simulator.engine.tune import tune
-    res = tune(m, n, k, dtype=dtype, arch="h200", space="hw", search="exhaustive", prune=False, clock="predicted",
+    sp = make_space("hw", 90, m, n, k, dtype, None)
+    wanted, inner = set(names), sp.member
+    sp = replace(sp, member=lambda c: (inner is None or inner(c)) and KernelConfig(**hw_kernel_fields(c)).name() in wanted)
+    res = tune(m, n, k, dtype=dtype, arch="h200", space=sp, search="exhaustive", prune=False, clock="predicted",
                workers=jobs or None, progress=False)
     by = {}
     for r in res.rows:
@@ -209,26 +214,31 @@ def h200_results(*, jobs: int = 0, cache: SimCache, log=None, source: str = "h20
 
 
 # ========================================================================================= B200
-def b200_results(*, jobs: int = 0, cache: SimCache, log=None, path=None) -> list[ShapeResult]:
+def b200_results(*, jobs: int = 0, cache: SimCache, log=None, path=None,
+                 budget_mevents: float | None = None) -> list[ShapeResult]:
     """Per gemm-model shape, its 16 configs ranked by ``wsim accuracy``'s scored predictions (real
-    simulations at the constants fitted without that shape) and at the shipped constants."""
+    simulations at the constants fitted without that shape) and at the shipped constants; with
+    ``budget_mevents``, on the shapes ``wsim accuracy --quick --budget b200=MEVENTS`` scores (the
+    constants fitted over that subset, as there)."""
     ds = DATASETS["b200"](path)
     if not ds.rows:
         from validation.b200_data import GemmModelDataMissing
         raise GemmModelDataMissing("; ".join(ds.skipped))
-    res = evaluate_dataset(ds, ds.rows, "all rows", cache=cache, procs=jobs, log=log)
+    rows = ds.rows if budget_mevents is None else quick_subset(ds.rows, int(budget_mevents * 1e6))
+    res = evaluate_dataset(ds, rows, "all rows" if budget_mevents is None else f"--budget b200={budget_mevents:g}",
+                           cache=cache, procs=jobs, log=log)
     est = res.baselines.get("nvMatmulHeuristics")
     by: dict[str, list[int]] = {}
-    for i, r in enumerate(ds.rows):
+    for i, r in enumerate(rows):
         by.setdefault(r.shape, []).append(i)
     out = []
     for s, idx in by.items():
         preds = {"wsim": [float(res.wsim_us[i]) for i in idx], "wsim, shipped constants": [float(res.dev_us[i]) for i in idx],
-                 "gemm-model": [ds.rows[i].baselines["gemm-model"] for i in idx]}
+                 "gemm-model": [rows[i].baselines["gemm-model"] for i in idx]}
         if est is not None:
             preds["nvMatmulHeuristics"] = [float(est[i]) if np.isfinite(est[i]) else float("inf") for i in idx]
-        out.append(ShapeResult(s, [ds.rows[i].label.removeprefix(s).strip() for i in idx],
-                               [ds.rows[i].measured_us for i in idx], preds))
+        out.append(ShapeResult(s, [rows[i].label.removeprefix(s).strip() for i in idx],
+                               [rows[i].measured_us for i in idx], preds))
     return out
 
 
@@ -323,9 +333,10 @@ def clock_lines(res: list[ShapeResult]) -> list[str]:
     return out + [""]
 
 
-def format_b200(res: list[ShapeResult]) -> list[str]:
+def format_b200(res: list[ShapeResult], subset: str = "") -> list[str]:
     names = [n for n in ("wsim", "wsim, shipped constants", "gemm-model", "nvMatmulHeuristics") if res and n in res[0].preds]
     lines = ["## B200: hbarclay/gemm-model's 16 measured configs per problem (fp16)", "",
+             *([subset, ""] if subset else []),
              "`wsim`: the scored predictions of `wsim accuracy` (each shape's 16 configs simulated at the constants "
              "fitted without that shape, at the 1.3 GHz the runs were locked to). `wsim, shipped constants`: the same "
              "configs simulated at the constants `wsim tune` prints, which were fitted on these rows (a development "
@@ -351,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=0, help="processes (default: all cores)")
     ap.add_argument("--no-cache", action="store_true", help="simulate everything again (no out/accuracy-cache)")
     ap.add_argument("--gemm-model", metavar="DIR", default=None, help="hbarclay/gemm-model checkout")
+    ap.add_argument("--b200-budget", metavar="MEVENTS", type=float, default=None,
+                    help="B200: only the shapes of wsim accuracy --quick --budget b200=MEVENTS (default: all 40)")
     ap.add_argument("--out", metavar="MD", default=None, help="write the report there too")
     args = ap.parse_args(argv)
 
@@ -373,7 +386,11 @@ def main(argv: list[str] | None = None) -> int:
     if "b200" in data:
         from validation.b200_data import GemmModelDataMissing
         try:
-            lines += format_b200(b200_results(jobs=args.jobs, cache=cache, log=log, path=args.gemm_model))
+            b200 = b200_results(jobs=args.jobs, cache=cache, log=log, path=args.gemm_model,
+                                budget_mevents=args.b200_budget)
+            lines += format_b200(b200, "" if args.b200_budget is None else (
+                f"{len(b200)} of the 40 problems: those `wsim accuracy --quick --budget b200={args.b200_budget:g}` "
+                "scores (the constants of each fold fitted over them, as there)."))
         except GemmModelDataMissing as e:
             lines += ["## B200", "", f"Not run: {e}", ""]
     text = "\n".join(lines) + "\n"

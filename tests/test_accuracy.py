@@ -521,3 +521,16 @@ def test_a_row_outside_the_plan_gets_no_predicted_clock():
     rows, outs = _plan_rows(2)
     stream, alone = campaign_clocks(rows, outs, {"space": ["heavy0", "heavy1"]})
     assert np.isfinite(stream[:2]).all() and np.isnan(stream[2]) and np.isnan(alone[2])
+
+
+def test_streamk_campaign_rows_are_simulated_with_their_decomposition():
+    """The stream-K campaign's rows keep the decomposition the twin ran (not data-parallel for all)."""
+    from collections import Counter
+
+    from validation.accuracy.datasets import DATASETS, DEFAULT_DATASETS
+    ds = DATASETS["h200-streamk"](None)
+    got = Counter((r.config.decomposition, r.config.splits) for r in ds.rows)
+    assert got[("data_parallel", 1)] == 432 and got[("stream_k", 1)] == 288 and got[("split_k", 8)] == 288
+    assert {r.classes["decomposition"] for r in ds.rows} == {
+        "data-parallel", "heuristic", "stream-K", "split-K 2", "split-K 4", "split-K 8"}
+    assert "h200-streamk" not in DEFAULT_DATASETS

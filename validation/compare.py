@@ -144,6 +144,8 @@ def _sm90_config(k: dict, p: dict, dtype: str, meta: dict) -> Sm90GemmConfig:
         # the hardware kernel's epilogue subtile is tile_m x epilogue_tile_n in both schedules
         epilogue_tile_m=int(k["tile_m"]), epilogue_tile_n=int(k["epilogue_tile_n"]),
         epilogue_store_stages=int(k["epilogue_store_stages"]),
+        # the work decomposition (data-parallel unless the run recorded stream-K / split-K)
+        **{f: k[f] for f in ("decomposition", "splits", "reduction") if f in k},
     )
 
 

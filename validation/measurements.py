@@ -67,6 +67,8 @@ CAMPAIGN = RESULTS / "h200_campaign.json"
 #: The wide campaign (validation/campaign_wide.py): dev rows, and the held-out rows kept apart.
 WIDE = RESULTS / "h200_campaign_wide.json"
 WIDE_HELDOUT = RESULTS / "h200_campaign_wide_heldout.json"
+#: The stream-K campaign (validation/campaign.py --phases streamk): data-parallel, stream-K and split-K rows.
+STREAMK = RESULTS / "h200_streamk.json"
 SPLITS = ("dev", "held_out")
 
 

@@ -134,6 +134,13 @@ def _h200_classes(cfg, measured_us: float) -> dict[str, str]:
             "kernel time": "< 1 ms" if measured_us < 1000 else ">= 1 ms"}
 
 
+def _decomposition(cfg) -> str:
+    """The work decomposition as the stream-K campaign names it (split-K with its split count)."""
+    if cfg.decomposition == "split_k":
+        return f"split-K {cfg.splits}"
+    return {"data_parallel": "data-parallel", "stream_k": "stream-K"}.get(cfg.decomposition, cfg.decomposition)
+
+
 def _median_launch(rows: list[Row]) -> float:
     return float(round(np.median([r.measured["event_minus_span_us"] for r in rows]) * 1e3))
 
@@ -168,13 +175,16 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
     each row at its own in-kernel clock."""
     from simulator.engine.run import estimate_events
     from validation.compare import sim_config_from_measured
-    from validation.measurements import CAMPAIGN, WIDE, WIDE_HELDOUT, load_h200_timings
-    src = path or {None: CAMPAIGN, "dev": WIDE, "held_out": WIDE_HELDOUT}[split]
-    name = {None: "h200", "dev": "h200-wide", "held_out": "h200-wide-heldout"}[split]
-    title = "H200, our CuTe-DSL SM90 twin (validation/results)" + ("" if split is None else f", wide campaign, {split}")
+    from validation.measurements import CAMPAIGN, STREAMK, WIDE, WIDE_HELDOUT, load_h200_timings
+    src = path or {None: CAMPAIGN, "dev": WIDE, "held_out": WIDE_HELDOUT, "streamk": STREAMK}[split]
+    name = {None: "h200", "dev": "h200-wide", "held_out": "h200-wide-heldout", "streamk": "h200-streamk"}[split]
+    title = "H200, our CuTe-DSL SM90 twin (validation/results)" + {
+        None: "", "dev": ", wide campaign, dev", "held_out": ", wide campaign, held_out",
+        "streamk": ", stream-K campaign (data-parallel, stream-K and split-K rows)"}[split]
     ds = DataSet(name, title, "", [], derived=H200_DERIVED, class_title="schedule and tile")
     try:
-        campaign = load_h200_timings(src, kernel="wsim_sm90_twin", ok_only=False, split=split)
+        campaign = load_h200_timings(src, kernel="wsim_sm90_twin", ok_only=False,
+                                     split=split if split in ("dev", "held_out") else None)
     except (FileNotFoundError, ValueError) as e:
         ds.skipped.append(f"no H200 campaign: {e}")
         return ds
@@ -200,17 +210,19 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
                            measured={"event_minus_span_us": float(row["event_minus_span_us"])},
                            est_events=estimate_events(cfg.resolved(arch)),
                            classes={**_h200_classes(cfg, float(row["event_us"])),
-                                    **({"campaign class": row["cls"]} if row.get("cls") else {})}))
+                                    **({"campaign class": row["cls"]} if row.get("cls") else {}),
+                                    **({"decomposition": _decomposition(cfg)} if split == "streamk" else {})}))
     return ds
 
 
 #: name -> loader(path or None) -> DataSet. A new data set is one more entry. The wide campaign's
 #: parts are scored only when named: ``h200-wide`` (dev rows) and ``h200-wide-heldout`` (the held-out
-#: rows: the final score of a model chosen without them).
+#: rows: the final score of a model chosen without them); so is ``h200-streamk``, the stream-K campaign.
 DATASETS: dict[str, Callable[..., DataSet]] = {
     "h200": load_h200, "b200": load_b200,
     "h200-wide": lambda path=None: load_h200(path, split="dev"),
-    "h200-wide-heldout": lambda path=None: load_h200(path, split="held_out")}
+    "h200-wide-heldout": lambda path=None: load_h200(path, split="held_out"),
+    "h200-streamk": lambda path=None: load_h200(path, split="streamk")}
 #: What ``wsim accuracy`` scores without ``--data``.
 DEFAULT_DATASETS = ("h200", "b200")
 
