@@ -175,16 +175,19 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
     each row at its own in-kernel clock."""
     from simulator.engine.run import estimate_events
     from validation.compare import sim_config_from_measured
-    from validation.measurements import CAMPAIGN, STREAMK, WIDE, WIDE_HELDOUT, load_h200_timings
-    src = path or {None: CAMPAIGN, "dev": WIDE, "held_out": WIDE_HELDOUT, "streamk": STREAMK}[split]
-    name = {None: "h200", "dev": "h200-wide", "held_out": "h200-wide-heldout", "streamk": "h200-streamk"}[split]
-    title = "H200, our CuTe-DSL SM90 twin (validation/results)" + {
-        None: "", "dev": ", wide campaign, dev", "held_out": ", wide campaign, held_out",
-        "streamk": ", stream-K campaign (data-parallel, stream-K and split-K rows)"}[split]
+    from validation.measurements import CAMPAIGN, SPLITS, STREAMK, WIDE, WIDE_HELDOUT, load_h200_timings
+    default_src, name, part = {
+        None: (CAMPAIGN, "h200", ""),
+        "dev": (WIDE, "h200-wide", ", wide campaign, dev"),
+        "held_out": (WIDE_HELDOUT, "h200-wide-heldout", ", wide campaign, held_out"),
+        "streamk": (STREAMK, "h200-streamk", ", stream-K campaign (data-parallel, stream-K and split-K rows)"),
+    }[split]
+    src = path or default_src
+    title = "H200, our CuTe-DSL SM90 twin (validation/results)" + part
     ds = DataSet(name, title, "", [], derived=H200_DERIVED, class_title="schedule and tile")
     try:
         campaign = load_h200_timings(src, kernel="wsim_sm90_twin", ok_only=False,
-                                     split=split if split in ("dev", "held_out") else None)
+                                     split=split if split in SPLITS else None)
     except (FileNotFoundError, ValueError) as e:
         ds.skipped.append(f"no H200 campaign: {e}")
         return ds
