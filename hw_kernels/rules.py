@@ -3,6 +3,8 @@
 ``Sm90TmaWsGemm`` (hw_kernels/sm90_gemm.py) raises with :func:`config_problems` at construction, and
 ``hw_kernels.host.Runner.prepare`` refuses a problem that :func:`can_implement` rejects, so that the
 host can name the broken rule without compiling anything. Each entry names the value and the rule.
+:func:`mainloop_stages_that_fit` is the kernel's stage count (so that it can be compared with the
+SM90 model's without the DSL).
 """
 
 from __future__ import annotations
@@ -40,13 +42,16 @@ def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, rast
                  "split-K decomposition (CUTLASS can_implement)")
     if schedule not in ("cooperative", "pingpong"):
         p.append(f"schedule={schedule!r}: must be 'cooperative' or 'pingpong'")
-    if tile_m != 128:
-        p.append(f"tile_m={tile_m}: must be 128 (cooperative: two warpgroups x 64 rows; ping-pong: "
-                 "one warpgroup x two m64 wgmma)")
-    ok_n = (64, 128, 192, 256) if schedule == "cooperative" else (64, 128)
+    ok_m = (128,) if schedule == "cooperative" else (64, 128)
+    if tile_m not in ok_m:
+        p.append(f"tile_m={tile_m}: must be one of {ok_m} for {schedule} (cooperative: two warpgroups x 64 "
+                 "rows; ping-pong: one warpgroup x one or two m64 wgmma)")
+    # a warpgroup holds (64 cooperative, tile_m ping-pong) x tile_n fp32 accumulators in 232 registers
+    wg_rows = 64 if schedule == "cooperative" else tile_m
+    ok_n = (64, 128, 192, 256) if wg_rows == 64 else (64, 128)
     if tile_n not in ok_n:
-        p.append(f"tile_n={tile_n}: must be one of {ok_n} for {schedule} (wgmma N; a warpgroup holds "
-                 f"{'64' if schedule == 'cooperative' else '128'} x tile_n fp32 accumulators in 232 registers)")
+        p.append(f"tile_n={tile_n}: must be one of {ok_n} for {schedule} with tile_m={tile_m} (wgmma N; a "
+                 f"warpgroup holds {wg_rows} x tile_n fp32 accumulators in 232 registers)")
     if tile_k != 64:
         p.append(f"tile_k={tile_k}: must be 64 (one 128-byte swizzle row of 16-bit elements)")
     for name, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):
@@ -67,6 +72,21 @@ def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, rast
         p.append(f"instrument={instrument}: must be 0 (off), 1 (tiles), 2 (K-blocks), 3 (+ epilogue "
                  "subtiles) or 4 (span: each role's start and end only)")
     return p
+
+
+#: SMEM the kernel keeps beside the stages' A and B and the epilogue buffers: the mainloop and math-order
+#: mbarriers (8 B each: 2 per stage + 4), padded to the 1024-byte alignment of the swizzled A buffer after them.
+SMEM_RESERVED_BYTES = 1024
+
+
+def mainloop_stages_that_fit(tile_m, tile_n, tile_k, epilogue_tile_n, epilogue_store_stages, ab_bits, c_bits,
+                             smem_capacity) -> int:
+    """The most mainloop stages (one K-block of A[tile_m, tile_k] + B[tile_n, tile_k] each) that fit in
+    ``smem_capacity`` bytes beside the epilogue's store buffers (tile_m x epilogue_tile_n each) and
+    :data:`SMEM_RESERVED_BYTES`: the kernel's stage count when ``mainloop_stages`` is None."""
+    ab_stage_bytes = (tile_m + tile_n) * tile_k * ab_bits // 8
+    epi_bytes = tile_m * epilogue_tile_n * c_bits // 8 * epilogue_store_stages
+    return (smem_capacity - epi_bytes - SMEM_RESERVED_BYTES) // ab_stage_bytes
 
 
 def can_implement(m: int, n: int, k: int, dtype_bits: int = 16) -> list[str]:

@@ -98,9 +98,10 @@ class Sm90TmaWsGemm:
       * Consumer0, Consumer1: warpgroups 1 and 2 (setmaxnreg 232).
         cooperative: both work on every 128 x tile_n tile, rows 0-63 and 64-127 (one wgmma m64nNk16
         atom each), and run its epilogue together; thread 128 issues the TMA stores.
-        ping-pong: each owns whole 128 x tile_n tiles (two m64 atoms), alternately (Consumer0 the
-        CTA's 1st, 3rd, ... tile); a math-order barrier serializes their mainloops and orders their
-        epilogues, so one's epilogue overlaps the other's mainloop; thread 0 of the owner stores.
+        ping-pong: each owns whole tile_m x tile_n tiles (tile_m / 64 m64 atoms: two at 128 rows, one
+        at 64), alternately (Consumer0 the CTA's 1st, 3rd, ... tile); a math-order barrier serializes
+        their mainloops and orders their epilogues, so one's epilogue overlaps the other's mainloop;
+        thread 0 of the owner stores.
 
     Pipelines (producer -> consumer: what a stage carries; arrival counts from simulator.protocol.arrivals):
       * mainloop (PipelineTmaAsync, ``mainloop_stages``): MainloopLoad -> the consumer(s) of the tile:
@@ -183,16 +184,18 @@ class Sm90TmaWsGemm:
     def _setup_attributes(self):
         """Everything that depends on the element types: MMA, stage count, SMEM layouts."""
         # wgmma m64nNk16: cooperative, one atom per consumer warpgroup stacked along M (64 rows each);
-        # ping-pong, one atom repeated twice along M inside one warpgroup (a whole 128-row tile).
+        # ping-pong, one atom repeated tile_m / 64 times along M inside one warpgroup (a whole tile:
+        # two repeats at tile_m = 128, one at 64).
         self.tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.ab_dtype, self.ab_dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K,
             self.acc_dtype, (1 if self.pingpong else self.consumer_wgs, 1, 1), tiler_mn=(64, self.tile_n))
         self.tile_shape_mnk = (self.tile_m, self.tile_n, self.tile_k)
+        # Epilogue subtile: every row of the tile (ping-pong at tile_m = 64: CUTLASS's min(64, tile_m) rows,
+        # sm90_builder.inl sm90_compute_tile_shape_or_override) x epilogue_tile_n columns.
         self.epi_tile = (self.tile_m, self.epi_n)
         ab_stage_bytes = (self.tile_m + self.tile_n) * self.tile_k * self.ab_dtype.width // 8
-        epi_bytes = self.tile_m * self.epi_n * self.c_dtype.width // 8 * self.store_stages
-        barrier_bytes = 1024
-        fit = (self.smem_capacity - epi_bytes - barrier_bytes) // ab_stage_bytes
+        fit = rules.mainloop_stages_that_fit(self.tile_m, self.tile_n, self.tile_k, self.epi_n, self.store_stages,
+                                             self.ab_dtype.width, self.c_dtype.width, self.smem_capacity)
         self.stages = fit if self.mainloop_stages is None else self.mainloop_stages
         if self.stages < 2 or self.stages > fit:
             raise ValueError(f"mainloop_stages={self.stages}: must be in [2, {fit}] for tile "
@@ -451,13 +454,13 @@ class Sm90TmaWsGemm:
             # this warpgroup (ping-pong).
             mma_tid = tidx % THREADS_PER_WG if self.pingpong else tidx - THREADS_PER_WG
             thr_mma = tiled_mma.get_slice(mma_tid)
-            # (MMA, MMA_M, MMA_K, stages): this warpgroup's rows of A (64 cooperative, 128
+            # (MMA, MMA_M, MMA_K, stages): this warpgroup's rows of A (64 cooperative, tile_m
             # ping-pong), all of B
             tCsA = thr_mma.partition_A(sA)
             tCsB = thr_mma.partition_B(sB)
             tCrA = tiled_mma.make_fragment_A(tCsA)
             tCrB = tiled_mma.make_fragment_B(tCsB)
-            # (MMA, MMA_M, MMA_N): this thread's accumulator (64 or 128 x tile_n per warpgroup)
+            # (MMA, MMA_M, MMA_N): this thread's accumulator (64 or tile_m x tile_n per warpgroup)
             acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0)]).shape, self.acc_dtype)
             k_blocks = cute.size(tCrA, mode=[2])
 
@@ -470,7 +473,7 @@ class Sm90TmaWsGemm:
             # (R2S, R2S_M, R2S_N, store_stages)
             tRS_sC = thr_r2s.partition_D(sC)
             # ((R2S_V, R2S_N * subtiles), R2S_M): the accumulator as the stmatrix copy sees it; the
-            # N chunks of the whole tile sit inside mode 0, the M repeats (2 in ping-pong: two m64
+            # N chunks of the whole tile sit inside mode 0, the M repeats (ping-pong: tile_m / 64 m64
             # wgmma per warpgroup) in mode 1.
             tRS_acc = r2s.retile(acc)
             # (R2S_V, R2S_M, R2S_N): one subtile's registers (all tile_m rows, epilogue_tile_n columns)

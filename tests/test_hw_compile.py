@@ -4,6 +4,7 @@ nvidia-cutlass-dsl and torch) and its PTX holds the Hopper instructions the mode
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 
@@ -135,3 +136,55 @@ def test_stream_k_config_rules():
         Sm90TmaWsGemm(decomposition="stream_k", splits=2)
     with pytest.raises(ValueError, match="instrument=2 with decomposition"):
         Sm90TmaWsGemm(decomposition="split_k", splits=2, instrument=R.LEVEL_KBLOCK)
+
+
+# ---------------------------------------------------------------------------- 64-row ping-pong (M <= 128)
+def _mbarrier_init_counts(ptx: str) -> Counter:
+    """How many mbarriers the PTX initialises with each arrival count (the DSL moves the counts into
+    registers first: ``mov.b32 %rN, count;`` then ``mbarrier.init.shared.b64 [addr], %rN;``)."""
+    regs = dict(re.findall(r"mov\.b32\s+(%r\d+),\s*(\d+);", ptx))
+    args = re.findall(r"mbarrier\.init\.shared(?:::cta)?\.b64\s+\[[^\]]+\],\s*([^;\s]+);", ptx)
+    return Counter(int(regs.get(a, a)) for a in args)
+
+
+@pytest.mark.parametrize("tile_n,cluster,dtype", [(64, (1, 1), "fp16"), (128, (2, 1), "bf16"), (192, (1, 2), "fp16"),
+                                                  (256, (1, 1), "fp16")])
+def test_64_row_pingpong_issues_one_m64_wgmma_per_k16_step(tile_n, cluster, dtype):
+    from hw_kernels.rules import mainloop_stages_that_fit
+    from hw_kernels.static_counts import sm90_twin_counts
+    from simulator.kernels.space import sm90_config_from_hw
+    cm, cn = cluster
+    cfg = KernelConfig(tile_m=64, tile_n=tile_n, schedule="pingpong", cluster_m=cm, cluster_n=cn)
+    c = compile_sm90(cfg, dtype, device="cpu", keep=True)
+    ptx = c.ptx
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {f"m64n{tile_n}k16"}
+    assert ptx.count("wgmma.mma_async") == 8  # 1 M-repeat x 4 k16 steps, K-block 0 and the loop (128 rows: 16)
+    # the stage count the kernel derives is the SM90 model's for the same config
+    model = sm90_config_from_hw(cfg.asdict(), 64, 4096, 4096, dtype).resolved()
+    assert c.stages == model.mainloop_stages == mainloop_stages_that_fit(64, tile_n, 64, 32, 4, 16, 16,
+                                                                                    model.smem_capacity())
+    assert model.epi_tile == (64, 32)
+    # mbarriers: full (1) and empty (4 warps x multicast peers) per stage, 4 math-order (128 threads)
+    want = sm90_twin_counts(cm, cn, "pingpong")
+    assert want["empty"] == 4 * (cm + cn - 1)
+    assert _mbarrier_init_counts(ptx) == Counter({want["full"]: c.stages}) + Counter({want["empty"]: c.stages}) \
+        + Counter({want["order"]: 4})
+    # the epilogue's named barrier: the 128 threads of the tile's warpgroup
+    assert re.search(r"bar\.sync\s+%r\d+,\s*128;", ptx)
+    assert ("multicast::cluster" in ptx) == (cm * cn > 1)
+    for needle in ("cp.async.bulk.tensor", "stmatrix", "setmaxnreg", "cp.async.bulk.commit_group"):
+        assert needle in ptx, needle
+
+
+def test_64_row_pingpong_writes_records_when_instrumented():
+    ptx = _ptx(KernelConfig(tile_m=64, tile_n=128, schedule="pingpong", cluster_m=1, instrument=R.LEVEL_EPILOGUE))
+    assert "%clock" in ptx and "%globaltimer" in ptx and "st.global.v4" in ptx
+    assert ptx.count("wgmma.mma_async") == 8
+
+
+def test_64_row_tile_rules():
+    Sm90TmaWsGemm(tile_m=64, tile_n=256, schedule="pingpong")
+    with pytest.raises(ValueError, match="tile_m=64: must be one of \\(128,\\) for cooperative"):
+        Sm90TmaWsGemm(tile_m=64, tile_n=128)
+    with pytest.raises(ValueError, match="tile_n=256: must be one of \\(64, 128\\) for pingpong with tile_m=128"):
+        Sm90TmaWsGemm(tile_m=128, tile_n=256, schedule="pingpong")

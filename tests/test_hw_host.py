@@ -183,3 +183,39 @@ def test_compare_to_reference_counts_unwritten_outputs_and_uses_cublas_error():
     nan = compare_to_reference(out, ref, cublas_max_abs=0.01)
     assert nan["nan"] == 1 and not nan["ok"]
     json.dumps(ok)
+
+
+# ---------------------------------------------------------------------------- 64-row ping-pong (M <= 128)
+def _problems(cfg):
+    from hw_kernels.rules import config_problems
+    return config_problems(cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.cluster_m, cfg.cluster_n, cfg.schedule, cfg.raster,
+                           cfg.swizzle, cfg.epilogue_tile_n, cfg.epilogue_store_stages, cfg.instrument)
+
+
+def test_64_row_tiles_are_pingpong_only_and_take_every_wgmma_n_of_the_cooperative():
+    for tn in (64, 128, 192, 256):
+        assert _problems(KernelConfig(tile_m=64, tile_n=tn, schedule="pingpong")) == []
+        assert any("tile_m=64: must be one of (128,) for cooperative" in p
+                   for p in _problems(KernelConfig(tile_m=64, tile_n=tn)))
+    assert any("tile_n=256" in p and "tile_m=128" in p for p in _problems(KernelConfig(tile_n=256, schedule="pingpong")))
+    assert any("tile_m=32" in p for p in _problems(KernelConfig(tile_m=32, tile_n=64, schedule="pingpong")))
+
+
+@pytest.mark.parametrize("tile_m,tile_n,schedule", [(64, 64, "pingpong"), (64, 128, "pingpong"), (64, 192, "pingpong"),
+                                                    (64, 256, "pingpong"), (128, 64, "pingpong"),
+                                                    (128, 128, "pingpong"), (128, 64, "cooperative"),
+                                                    (128, 256, "cooperative")])
+def test_twin_names_map_to_the_model_kernel_with_the_same_stages(tile_m, tile_n, schedule):
+    """A measured config's name -> KernelConfig -> the Sm90GemmConfig validation simulates: the same tile,
+    a tile_m-row epilogue subtile, and the stage count the twin derives (hw_kernels.rules)."""
+    from hw_kernels.rules import mainloop_stages_that_fit
+    from validation.compare import sim_config_from_measured
+    cfg = KernelConfig(tile_m=tile_m, tile_n=tile_n, schedule=schedule, cluster_m=1, cluster_n=2, raster="m")
+    name = cfg.name()
+    assert name.startswith(f"{tile_m}x{tile_n}x64{'_pp' if schedule == 'pingpong' else ''}_c1x2_rm_sw1_e32")
+    assert KernelConfig.from_name(name) == cfg
+    meta = {"config": cfg.asdict(), "problem": {"m": 100, "n": 4096, "k": 4104}, "dtype": "fp16"}
+    model = sim_config_from_measured(meta).resolved()
+    assert (model.tile_m, model.cta_tile_n, model.schedule, model.epi_tile) == (tile_m, tile_n, schedule, (tile_m, 32))
+    assert model.mainloop_stages == mainloop_stages_that_fit(tile_m, tile_n, 64, 32, 4, 16, 16, model.smem_capacity())
+    assert model.tiles_m == -(-100 // tile_m)
