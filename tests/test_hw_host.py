@@ -219,3 +219,46 @@ def test_twin_names_map_to_the_model_kernel_with_the_same_stages(tile_m, tile_n,
     assert (model.tile_m, model.cta_tile_n, model.schedule, model.epi_tile) == (tile_m, tile_n, schedule, (tile_m, 32))
     assert model.mainloop_stages == mainloop_stages_that_fit(tile_m, tile_n, 64, 32, 4, 16, 16, model.smem_capacity())
     assert model.tiles_m == -(-100 // tile_m)
+
+
+def test_small_m_plan_every_tile_cluster_and_raster_under_five_minutes():
+    from validation.campaign import (
+        EST_COMPILE_S,
+        SMALL_M_SHAPES,
+        check_plan,
+        plan,
+        small_m_configs,
+        small_m_estimate_seconds,
+    )
+    p = plan()["small_m"]
+    assert p["shapes"] == SMALL_M_SHAPES and all(m <= 128 for m, _, _ in p["shapes"])
+    cfgs = small_m_configs()
+    assert p["configs"] == cfgs and all(_problems(c) == [] for c in cfgs)
+    pp64 = [c for c in cfgs if c.tile_m == 64]
+    assert {c.tile_n for c in pp64} == {64, 128, 192, 256} and {c.schedule for c in pp64} == {"pingpong"}
+    assert {(c.cluster_m, c.cluster_n) for c in cfgs} == {(1, 1), (1, 2), (2, 1)}
+    assert {c.raster for c in cfgs} == {"m", "n"} and {c.swizzle for c in cfgs} == {1}
+    assert all(c.decomposition == "data_parallel" and c.instrument == R.LEVEL_SPAN for c in cfgs)
+    # 4 + 2 + 4 tiles x 3 clusters x 2 rasters; rasters share a compile
+    assert len(cfgs) == 60 and len(pp64) == 24
+    keys = check_plan({"small_m": p})["fp16"]
+    assert len(keys) == 30
+    assert small_m_estimate_seconds(p) + EST_COMPILE_S * len(keys) < 300
+
+
+def test_small_m_dry_run_publishes_its_own_file(tmp_path, capsys):
+    from validation.campaign import main, plan, publish
+    from validation.measurements import load_h200_timings
+    out = tmp_path / "run"
+    assert main(["--dry-run", "--quick", "--phases", "small_m", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "small_m: 2 problems x" in printed and "estimated" in printed
+    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    assert sorted(p.name for p in paths) == ["h200_small_m.dry_run.json", "h200_small_m.dry_run.md"]
+    rows = load_h200_timings(next(p for p in paths if p.suffix == ".json"), allow_dry_run=True, phase="small_m")
+    q = plan(quick=True)["small_m"]
+    assert len(rows) == len(q["shapes"]) * (len(q["configs"]) + 1)
+    assert {r["fields"]["tile_m"] for r in rows if r["fields"]} == {64, 128}
+    md = next(p for p in paths if p.suffix == ".md").read_text()
+    assert md.startswith("# H200 M <= 128 campaign (DRY RUN") and "best 64-row ping-pong" in md
+    assert md.count("\n| 64x8192x4096 |") == 1

@@ -24,6 +24,10 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
 * ``streamk`` (not run unless named): the stream-K scheduler (issue 18) on small-MN/large-K, M <= 128 and
   wave-tail problems (``STREAMK_SHAPES``): every ``hw_space()`` candidate with max swizzle 1 (both rasters),
   data-parallel and each stream-K decomposition, plus cuBLAS, checked and timed as in ``space``.
+* ``small_m`` (not run unless named): M <= 128 (issue 18): the 64-row ping-pong tiles (each consumer
+  warpgroup one 64 x tile_n tile, every tile_n the rules allow) beside the 128-row ping-pong and cooperative
+  tiles, clusters 1x1, 1x2, 2x1, rasters M and N, max swizzle 1, data-parallel, on ``SMALL_M_SHAPES``, plus
+  cuBLAS, checked and timed as in ``space``; published to ``h200_small_m.json`` / ``.md``.
 * ``wide`` (not run unless named in ``--phases``): :mod:`validation.campaign_wide`'s
   problems, each split ``dev`` / ``held_out`` before anything runs, every candidate as in ``space``,
   fp16 and bf16; ``--publish`` writes held-out rows to their own file and no summary of them.
@@ -128,6 +132,19 @@ SMALL_CONFIGS = [
 #: order the time limit should keep them.
 STREAMK_SHAPES = [(512, 512, 32768), (128, 4096, 65536), (1536, 1536, 12288), (12000, 800, 3000), (64, 28672, 4096),
                   (256, 1024, 65536), (32, 8192, 8192), (2304, 2304, 2304), (5000, 5000, 5000)]
+#: The ``small_m`` phase's problems (fp16): M <= 128 (LLM decode / small-batch shapes), where a 128-row tile
+#: runs at least partly empty, in the order the time limit should keep them.
+SMALL_M_SHAPES = [(16, 28672, 4096), (32, 8192, 8192), (64, 28672, 4096), (64, 8192, 28672), (96, 12288, 4096),
+                  (128, 4096, 65536), (128, 28672, 4096), (112, 4096, 14336)]
+#: The ``small_m`` phase's tiles (schedule, tile_m, tile_n): the 64-row ping-pong at every tile_n the kernel's
+#: rules accept, the 128-row ping-pong and cooperative tiles of ``hw_space()``.
+SMALL_M_TILES = ([("pingpong", 64, tn) for tn in (64, 128, 192, 256)] + [("pingpong", 128, tn) for tn in (64, 128)]
+                 + [("cooperative", 128, tn) for tn in (64, 128, 192, 256)])
+SMALL_M_CLUSTERS = ((1, 1), (1, 2), (2, 1))
+SMALL_M_RASTERS = ("m", "n")
+#: Host time per config per alternating round beyond ``EST_ROUND_S`` (record-buffer read and span decode):
+#: validation/results/h200_streamk.json, 64x28672x4096: 14.1 s of rounds over 15 rounds x 209 configs.
+EST_CONFIG_ROUND_S = 0.0045
 #: Launches per CUDA graph in the ``small`` phase.
 GRAPH_LAUNCHES = 20
 #: The instrumentation-overhead configs and problems.
@@ -138,13 +155,13 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 #: The host-launch-path problems.
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
-PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk")
+PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m")
 #: The wide phase writes its result file at most this often (s) and at its end.
 SAVE_EVERY_S = 30.0
-#: What runs without ``--phases``: every phase but ``wide`` and ``streamk`` (campaigns of their own).
-DEFAULT_PHASES = PHASES[:-2]
+#: What runs without ``--phases``: every phase but ``wide``, ``streamk`` and ``small_m`` (campaigns of their own).
+DEFAULT_PHASES = PHASES[:-3]
 #: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
-SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk")
+SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m")
 
 
 def space_configs() -> list[KernelConfig]:
@@ -156,6 +173,21 @@ def space_configs() -> list[KernelConfig]:
 def streamk_configs() -> list[KernelConfig]:
     """The ``streamk`` phase's candidates: every ``hw_space()`` config with max swizzle 1 (span-instrumented)."""
     return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space() if d["swizzle"] == 1]
+
+
+def small_m_configs() -> list[KernelConfig]:
+    """The ``small_m`` phase's candidates (span-instrumented, data-parallel, max swizzle 1): every tile of
+    ``SMALL_M_TILES`` the kernel's rules accept, in every cluster and raster of the phase."""
+    out = []
+    for sched, tm, tn in SMALL_M_TILES:
+        for cm, cn in SMALL_M_CLUSTERS:
+            for r in SMALL_M_RASTERS:
+                c = KernelConfig(tile_m=tm, tile_n=tn, cluster_m=cm, cluster_n=cn, schedule=sched, raster=r,
+                                 swizzle=1, instrument=R.LEVEL_SPAN)
+                if not config_problems(c.tile_m, c.tile_n, c.tile_k, c.cluster_m, c.cluster_n, c.schedule, c.raster,
+                                       c.swizzle, c.epilogue_tile_n, c.epilogue_store_stages, c.instrument):
+                    out.append(c)
+    return out
 
 
 def _span(cfgs):
@@ -176,6 +208,7 @@ def plan(quick: bool = False) -> dict:
         "small": {"shapes": SMALL_SHAPES, "configs": _span(SMALL_CONFIGS), "dtypes": ("fp16", "bf16")},
         "wide": _wide(W.run_order(), space),
         "streamk": {"shapes": STREAMK_SHAPES, "configs": streamk_configs(), "dtype": "fp16"},
+        "small_m": {"shapes": SMALL_M_SHAPES, "configs": small_m_configs(), "dtype": "fp16"},
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -191,6 +224,9 @@ def plan(quick: bool = False) -> dict:
         sk = streamk_configs()
         p["streamk"] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
                         "configs": [c for c in sk if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
+        sm = small_m_configs()
+        p["small_m"] = {"shapes": [(64, 8192, 4096), (100, 4096, 2048)], "dtype": "fp16",
+                        "configs": [c for c in sm if c.raster == "m" and c.cluster_m * c.cluster_n == 1]}
     return p
 
 
@@ -462,6 +498,22 @@ def estimate_seconds(shape, configs, *, budget_s: float, max_rounds: int, min_ro
                                      + 2e6 * m * n * k / 700e12 + 4.0)
     rounds = max(min_rounds, min(max_rounds, int(budget_s * 1e6 / t_round)))
     return EST_PROBLEM_S + (rounds + 2) * (t_round * 1e-6 + EST_ROUND_S), rounds
+
+
+def small_m_rounds(quick: bool) -> dict:
+    """The ``small_m`` phase's round rule (``measure_shape``'s budget_s, max_rounds, min_rounds)."""
+    return {"budget_s": 0.6 if quick else 1.5, "max_rounds": 30, "min_rounds": 10}
+
+
+def small_m_estimate_seconds(p: dict, quick: bool = False) -> float:
+    """Estimated GPU-machine seconds of the ``small_m`` phase's measuring (compiles apart):
+    :func:`estimate_seconds` per problem plus ``EST_CONFIG_ROUND_S`` per config and round (warm-ups
+    included)."""
+    total = 0.0
+    for shape in p["shapes"]:
+        t, rounds = estimate_seconds(shape, p["configs"], **small_m_rounds(quick))
+        total += t + (rounds + 2) * len(p["configs"]) * EST_CONFIG_ROUND_S
+    return total
 
 
 # =============================================================================================== phases
@@ -848,6 +900,11 @@ class Campaign:
             self.log(f"wide: {len(est)} problems ({sum(x.held_out for x in p['wide']['problems'])} held out), "
                      f"estimated {sum(est):.0f} s of measuring + {EST_COMPILE_S * sum(len(v) for v in keys.values()):.0f} s "
                      "of compiles (validation.campaign.estimate_seconds)")
+        if "small_m" in phases:
+            n_keys = len({c.compile_key() for c in p["small_m"]["configs"]})
+            self.log(f"small_m: {len(p['small_m']['shapes'])} problems x {len(p['small_m']['configs'])} configs "
+                     f"({n_keys} compiles), estimated {small_m_estimate_seconds(p['small_m'], quick):.0f} s of "
+                     f"measuring + {EST_COMPILE_S * n_keys:.0f} s of compiles (validation.campaign.small_m_estimate_seconds)")
         for dt, ks in keys.items():  # compile everything first (about 1 s each on the GPU machine)
             for kc in ks:
                 if self.left() < 60:
@@ -889,6 +946,8 @@ class Campaign:
             self.phase_wide(p["wide"], quick)
         if "streamk" in phases:
             self.phase_rows("streamk", p["streamk"], budget_s=0.6 if quick else 1.5, max_rounds=15, min_rounds=5)
+        if "small_m" in phases:
+            self.phase_rows("small_m", p["small_m"], **small_m_rounds(quick))
 
 
 # =============================================================================================== publish
@@ -915,19 +974,22 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
     dest.mkdir(parents=True, exist_ok=True)
     rows = _flat_rows(res)
     wide = [r for r in rows if r.get("phase") == "wide"]
-    streamk = [r for r in rows if r.get("phase") == "streamk"]
-    rest = [r for r in rows if r.get("phase") not in ("wide", "streamk")]
+    own = {ph: [r for r in rows if r.get("phase") == ph] for ph in OWN_FILE_PHASES}
+    rest = [r for r in rows if r.get("phase") not in ("wide", *OWN_FILE_PHASES)]
     paths = []
-    if streamk:
-        out = _published(res, streamk, rep)
-        keys = sorted({_problem_key(r) for r in streamk})
+    for ph, sel in own.items():
+        if not sel:
+            continue
+        base, markdown = OWN_FILE_PHASES[ph]
+        out = _published(res, sel, rep)
+        keys = sorted({_problem_key(r) for r in sel})
         out.update({"problems": {kk: res.get("problems", {}).get(kk) for kk in keys},
                     "nvml_sampler": res.get("nvml_sampler")})
-        paths += _write_published(dest, f"{STREAMK_BASE}{tag}", out, res, streamk, launches_npz)
-        pm = dest / f"{STREAMK_BASE}{tag}.md"
-        pm.write_text(streamk_markdown(out))
+        paths += _write_published(dest, f"{base}{tag}", out, res, sel, launches_npz)
+        pm = dest / f"{base}{tag}.md"
+        pm.write_text(markdown(out))
         paths.append(pm)
-    if rest or not (wide or streamk):
+    if rest or not (wide or any(own.values())):
         out = _published(res, rest, rep)
         out.update({"launch_path": res.get("launch_path"), "overhead": res.get("overhead")})
         if rep is not None:
@@ -959,6 +1021,8 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
 
 #: The published files of the ``streamk`` phase (``.json``, ``.md``).
 STREAMK_BASE = "h200_streamk"
+#: The published files of the ``small_m`` phase (``.json``, ``.md``).
+SMALL_M_BASE = "h200_small_m"
 
 
 def _fastest(rows: list[dict]) -> dict | None:
@@ -998,6 +1062,54 @@ def streamk_markdown(pub: dict) -> str:
     out += ["", "x cuBLAS = cuBLAS time / ours (> 1: ours is faster). Config names: hw_kernels.host.KernelConfig.name() "
             "(`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N; no `_d`: the static scheduler)."]
     return "\n".join(out) + "\n"
+
+
+def _tile_family(config: str) -> str:
+    """A ``small_m`` row's tile family: ``"64-row ping-pong"``, ``"128-row ping-pong"`` or ``"cooperative"``."""
+    if "_pp_" not in config:
+        return "cooperative"
+    return f"{config.split('x', 1)[0]}-row ping-pong"
+
+
+SMALL_M_FAMILIES = ("64-row ping-pong", "128-row ping-pong", "cooperative")
+
+
+def small_m_markdown(pub: dict) -> str:
+    """The ``small_m`` phase's summary: per problem cuBLAS, our best of all candidates and of each tile family
+    (64-row ping-pong, 128-row ping-pong, cooperative) against it, and how many outputs were correct."""
+    cols = pub["columns"]
+    rows = [dict(zip(cols, r, strict=True)) for r in pub["rows"]]
+    env = pub["env"]
+    fam_head = " | ".join(f"best {f} | us | x cuBLAS" for f in SMALL_M_FAMILIES)
+    out = [f"# H200 M <= 128 campaign ({'DRY RUN: synthetic timings, not measurements' if env.get('dry_run') else 'measured'})",
+           "", f"`{env.get('command', '')}`; {env.get('device', '?')}, driver {env.get('driver', '?')}, CuTe DSL "
+           f"{env.get('nvidia_cutlass_dsl', '?')}, {env.get('date_utc', env.get('date', '?'))}. Median CUDA-event "
+           "time of launches queued behind a busy kernel, alternating with cuBLAS (torch.matmul) on the same "
+           "random-normal fp16 inputs; every output checked against a float32 reference first. Data-parallel, "
+           "max swizzle 1, clusters 1x1, 1x2, 2x1, rasters M and N.", "",
+           f"| problem | cuBLAS us | best (all) | us | x cuBLAS | {fam_head} | correct |",
+           "| --- | ---: | --- | ---: | ---: | " + " | ".join("--- | ---: | ---:" for _ in SMALL_M_FAMILIES) + " | ---: |"]
+    by: dict = {}
+    for r in rows:
+        by.setdefault((r["m"], r["n"], r["k"]), []).append(r)
+    for (m, n, k), rs in by.items():
+        cub = next((r["event_us"] for r in rs if r.get("kernel") == "cublas" and r.get("event_us")), None)
+        ours = [r for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us")]
+        ok = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok"))
+        checked = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok") is not None)
+        cells = []
+        for sel in [ours] + [[x for x in ours if _tile_family(x["config"]) == f] for f in SMALL_M_FAMILIES]:
+            b = _fastest(sel)
+            ratio = cub / b["event_us"] if b and cub else None
+            cells.append(f"{b['config'] if b else '-'} | {_f(b and b['event_us'])} | {_f(ratio, 2)}")
+        out.append(f"| {m}x{n}x{k} | {_f(cub)} | {' | '.join(cells)} | {ok}/{checked} |")
+    out += ["", "x cuBLAS = cuBLAS time / ours (> 1: ours is faster). Config names: hw_kernels.host.KernelConfig.name() "
+            "(`_pp`: ping-pong, the leading MxN the CTA tile)."]
+    return "\n".join(out) + "\n"
+
+
+#: Phases published to files of their own: (file base, Markdown summary).
+OWN_FILE_PHASES = {"streamk": (STREAMK_BASE, streamk_markdown), "small_m": (SMALL_M_BASE, small_m_markdown)}
 
 
 #: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).

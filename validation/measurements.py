@@ -69,6 +69,9 @@ WIDE = RESULTS / "h200_campaign_wide.json"
 WIDE_HELDOUT = RESULTS / "h200_campaign_wide_heldout.json"
 #: The stream-K campaign (validation/campaign.py --phases streamk): data-parallel, stream-K and split-K rows.
 STREAMK = RESULTS / "h200_streamk.json"
+#: The M <= 128 campaign (validation/campaign.py --phases small_m): 64-row ping-pong, 128-row ping-pong and
+#: cooperative tiles (written once the lead has run it on the H200).
+SMALL_M = RESULTS / "h200_small_m.json"
 SPLITS = ("dev", "held_out")
 
 
