@@ -154,3 +154,21 @@ def test_dtype_rules():
     assert (sp.base.dtype_ab, sp.base.dtype_d) == ("fp8e4m3", "bf16")
     with pytest.raises(ConfigError, match="dtype='int3': unknown data type"):
         S.make_space("full", 100, 1024, 1024, 1024, "int3")
+
+
+@pytest.mark.parametrize("m", [16, 100, 128])
+def test_hw_space_adds_the_64_row_pingpong_tiles_for_small_m(m):
+    """M <= 128: the 64-row ping-pong candidates join the campaign list, each the kernel the twin runs (its
+    own stage count, a 64-row epilogue subtile); larger M: the campaign list only."""
+    small = S.hw_small_m_space()
+    assert {(d["tile_m"], d["schedule"]) for d in small} == {(64, "pingpong")}
+    assert {d["tile_n"] for d in small} == set(S.HW_SMALL_M_TILE_N)
+    cands = S.make_space("hw", 90, m, 28672, 4096, "fp16").all_candidates(H200)
+    assert len(cands) == len(S.hw_space()) + len(small)
+    rows64 = [c for c in cands if c.tile_m == 64]
+    assert len(rows64) == len(small)
+    for c in rows64:
+        f = S.hw_kernel_fields(c)
+        assert c.epi_tile == (64, f["epilogue_tile_n"])
+        assert c.resolved(H200).mainloop_stages == _twin_stages(64, c.cta_tile_n, 32, 4)
+    assert len(S.make_space("hw", 90, 129, 28672, 4096, "fp16").all_candidates(H200)) == len(S.hw_space())

@@ -23,7 +23,8 @@ Named spaces (:func:`make_space`):
   the tuner and the GPU campaign, ``validation/campaign.py``), mapped to Sm90GemmConfig by
   :func:`sm90_config_from_hw` (the twin's epilogue subtile is tile_m x epilogue_tile_n);
   :func:`hw_kernel_fields` maps back to ``hw_kernels.host.KernelConfig`` fields; the cooperative tiles also
-  with every stream-K decomposition of :data:`HW_DECOMPOSITIONS` (stage 1 varies them with the tile).
+  with every stream-K decomposition of :data:`HW_DECOMPOSITIONS` (stage 1 varies them with the tile); for
+  M <= 128 also the twin's 64-row ping-pong tiles (:func:`hw_small_m_space`, the campaign's ``small_m`` phase).
 * ``gemm-model`` (SM100): the 16 configs timed in hbarclay/gemm-model's B200 data (CuTe DSL
   ``dense_gemm_persistent.py``): 2-CTA MMA 128/256 x 64/128/192/256, clusters 2x1/2x2, static
   scheduler, M-fastest tile order, no swizzle, 2 accumulator stages, fp16 in and out, the DSL's
@@ -215,6 +216,12 @@ def sm90_full_space(m: int, n: int, k: int, dtype: str = "bf16", dtype_d: str | 
 #: fp32 accumulator in one warpgroup's registers, so it stops at 128).
 HW_TILES = (("cooperative", 64), ("cooperative", 128), ("cooperative", 192), ("cooperative", 256),
             ("pingpong", 64), ("pingpong", 128))
+#: tile_n of the twin's 64-row ping-pong tiles (one 64 x tile_n fp32 accumulator per warpgroup fits every wgmma N
+#: of the cooperative kernel), offered to problems with M <= ``HW_SMALL_M_MAX_M`` only.
+HW_SMALL_M_TILE_N = (64, 128, 192, 256)
+#: The largest M for which ``--space hw`` adds the 64-row tiles: above it a 128-row tile is never more than
+#: half empty in its last M tile alone, and the campaign lists stay those the H200 measured.
+HW_SMALL_M_MAX_M = 128
 #: Cluster shapes (cluster_m, cluster_n) of the twin's candidates, at most 4 CTAs.
 HW_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 #: Raster orders and max swizzle sizes the tuning campaign compares (CUTLASS semantics).
@@ -248,6 +255,14 @@ def hw_space(decompositions: tuple[tuple[str, int], ...] = HW_DECOMPOSITIONS) ->
                     "schedule": schedule, "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32,
                     "epilogue_store_stages": 4, "decomposition": dec, "splits": splits})
     return out
+
+
+def hw_small_m_space() -> list[dict]:
+    """The twin's 64-row ping-pong candidates (data-parallel; ``HW_SMALL_M_TILE_N`` x ``HW_CLUSTERS`` x
+    ``HW_RASTERS`` x ``HW_SWIZZLES``), which ``--space hw`` adds for M <= ``HW_SMALL_M_MAX_M``."""
+    return [{"tile_m": 64, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn, "schedule": "pingpong",
+             "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32, "epilogue_store_stages": 4}
+            for tile_n, (cm, cn), raster, swizzle in product(HW_SMALL_M_TILE_N, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES)]
 
 
 #: Fields of hw_kernels.host.KernelConfig that describe the kernel (not its instrumentation).
@@ -305,12 +320,13 @@ def _hw_key(fields_: dict) -> tuple:
 
 
 def hw_space_sm90(m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Space:  # noqa: E741
-    """``--space hw``: the hardware twin's candidates (:func:`hw_space`) as a staged Space.
+    """``--space hw``: the hardware twin's candidates (:func:`hw_space`, and for M <= ``HW_SMALL_M_MAX_M``
+    :func:`hw_small_m_space`) as a staged Space.
 
     Stage 1: every (schedule, tile, cluster) the list has, at the list's first raster/swizzle/epilogue
     values; stage 2: the other fields' combinations the list has, from the best of stage 1.
     """
-    cands = hw_space()
+    cands = hw_space() + (hw_small_m_space() if m <= HW_SMALL_M_MAX_M else [])
     if not cands:
         raise ConfigError("simulator.kernels.space.hw_space() is empty")
     first = cands[0]
@@ -346,7 +362,7 @@ def hw_space_sm90(m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Sp
 
     return Space("hw", base, stages, ("tile x schedule x cluster", " x ".join(later)), member=member,
                  note=f"the {len(cands)} configs of simulator.kernels.space.hw_space() (what the H200 campaign "
-                      "measures)")
+                      "measures)" + (" and hw_small_m_space() (M <= 128)" if m <= HW_SMALL_M_MAX_M else ""))
 
 
 # ------------------------------------------------------------------------------ gemm-model (B200)
