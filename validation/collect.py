@@ -539,6 +539,11 @@ def publish(run_dirs: list[Path], dest: Path, trace_raws: list[str] | None = Non
     return out
 
 
+def _is_shape(text: str) -> bool:
+    parts = text.lower().split("x")
+    return len(parts) == 3 and all(p.isdigit() and int(p) > 0 for p in parts)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -557,6 +562,9 @@ def main(argv=None) -> int:
                     "hw_vs_cublas.md, e.g. 128x64x64_pp_c2x1_rh_sw4_e32) instead of the default trace set")
     ap.add_argument("--shape", default="4096x4096x2048", help="with --trace-config: MxNxK")
     ap.add_argument("--level", type=int, default=R.LEVEL_KBLOCK, help="with --trace-config: instrumentation level")
+    ap.add_argument("--trace", metavar="NAME@MxNxK", nargs="+", help="trace several kernels in one process, "
+                    "each given as its name and problem (e.g. 128x128x64_c1x1_rm_sw1_e32_ds8@512x512x32768), "
+                    "at --level")
     a = ap.parse_args(argv)
     if not a.publish:
         from validation.timing import require_cuda_gpu
@@ -570,6 +578,15 @@ def main(argv=None) -> int:
     print("env:", json.dumps(s.res["env"]), flush=True)
     global NO_PINGPONG, ONLY_PINGPONG
     NO_PINGPONG, ONLY_PINGPONG = a.no_pingpong, a.only_pingpong
+    if a.trace:
+        for item in a.trace:
+            name, _, shape = item.partition("@")
+            named = KernelConfig.from_name(name)
+            if named is None or not _is_shape(shape):
+                raise SystemExit(f"--trace {item!r}: not NAME@MxNxK with NAME a kernel name like "
+                                 "128x256x64_c2x1_rh_sw4_e32 and MxNxK three positive integers")
+            phase_trace(s, replace(named, instrument=a.level), tuple(int(x) for x in shape.lower().split("x")))
+        return 0
     if a.trace_config:
         named = KernelConfig.from_name(a.trace_config)
         if named is None:
