@@ -28,6 +28,8 @@ one poll (a round trip) after that; each wait and arrive syncs the group on a na
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from simulator.kernels import race_hooks
 from simulator.machine.constants import Constant
 from simulator.protocol.arrivals import FixupCounts, fixup_increment, fixup_wait
@@ -54,6 +56,30 @@ ATOMIC_L2_COST = Constant("fixup_atomic_l2_cost", 2.0, "x", "not measured: an L2
 FIXUP_CONSTANTS = (WORKSPACE_BYTES_PER_CLK, FIXUP_NAMED_BARRIER, ATOMIC_L2_COST)
 
 
+@dataclass(frozen=True)
+class WorkspaceRates:
+    """How fast one SM's threads move workspace bytes (B/clk, shared by the CTA's reduction groups):
+    ``store`` for partials written, ``load`` for partials read; ``read_modify_write``: a middle split
+    reads the workspace and writes the sum back with plain accesses (the SM90 twin) rather than adding
+    with one pass of atomics (CUTLASS's ``red.global.add``). The default: both at
+    :data:`WORKSPACE_BYTES_PER_CLK`, atomics."""
+
+    store: Constant = WORKSPACE_BYTES_PER_CLK
+    load: Constant = WORKSPACE_BYTES_PER_CLK
+    read_modify_write: bool = False
+
+    def issue_cycles(self, nbytes: float, final: bool, middle: bool) -> float:
+        if final:
+            return nbytes / self.load.value
+        cycles = nbytes / self.store.value
+        if middle and self.read_modify_write:
+            cycles += nbytes / self.load.value
+        return cycles
+
+    def constants(self) -> tuple[Constant, ...]:
+        return (self.store,) if self.store is self.load else (self.store, self.load)
+
+
 class Fixup:
     """The fixup flags and workspace slices of one launch (only split tiles have them).
 
@@ -64,12 +90,12 @@ class Fixup:
     """
 
     def __init__(self, kernel, decomp, counts: FixupCounts, group_bytes: int, cluster_size: int,
-                 l2_latency: float) -> None:
+                 l2_latency: float, rates: WorkspaceRates | None = None) -> None:
         self.k = kernel
         self.d = decomp
         self.counts = counts
         self.group_bytes = group_bytes
-        self.rate = WORKSPACE_BYTES_PER_CLK.value
+        self.rates = rates or WorkspaceRates()
         self.sync = FIXUP_NAMED_BARRIER.value
         self.poll = l2_latency
         self.red_latency = l2_latency / 2
@@ -126,7 +152,8 @@ class Fixup:
             yield env.timeout(self.sync)                 # the group syncs after thread 0's wait
         now = env.now
         start = cta.lsu_free if cta.lsu_free > now else now
-        issue_end = start + nbytes / self.rate
+        atomic = work.k_start > 0 and not final
+        issue_end = start + self.rates.issue_cycles(nbytes, final, atomic)
         cta.lsu_free = issue_end
         if final:
             land = mem.workspace_read(now, ws, nbytes)
@@ -136,7 +163,6 @@ class Fixup:
             yield env.timeout(done - now)
             role.span("fixup_load", t0, env.now, tile=tile, k_block=work.k_start, stage=group)
             return True
-        atomic = work.k_start > 0
         held = mem.workspace_write(now, ws, nbytes, ATOMIC_L2_COST.value if atomic else 1.0)
         visible = max(issue_end + self.ack, held)
         if races is not None:
@@ -167,4 +193,4 @@ class Fixup:
         return 1 if final and peer > 1 else 0
 
 
-__all__ = ["Fixup", "FIXUP_CONSTANTS", "WORKSPACE_BYTES_PER_CLK", "FIXUP_NAMED_BARRIER", "ATOMIC_L2_COST"]
+__all__ = ["Fixup", "WorkspaceRates", "FIXUP_CONSTANTS", "WORKSPACE_BYTES_PER_CLK", "FIXUP_NAMED_BARRIER", "ATOMIC_L2_COST"]

@@ -117,7 +117,7 @@ import simpy
 
 from simulator.kernels import race_hooks, stream_k
 from simulator.kernels.common import Cluster, RoleBase, RunStats
-from simulator.kernels.fixup import FIXUP_CONSTANTS, Fixup
+from simulator.kernels.fixup import FIXUP_CONSTANTS, Fixup, WorkspaceRates
 from simulator.kernels.scheduler import (
     StreamKTileScheduler,
     TileRaster,
@@ -205,6 +205,20 @@ TMA_STORE_RATE = _c("tma_store_bytes_per_clk", 31.75, "B/clk/SM",
                     f"derived: 1 / slope of {_MB2E} tma_store.e16/e32/e64.read_cycles_1sm against bytes")
 TMA_STORE_WRITE_AFTER_READ = _c("tma_store_write_after_read_cycles", 6.0, "cycles",
                                 f"{_MB2E} tma_store.e32.write_cycles_1sm - read_cycles_1sm (414.5 - 408.5)")
+
+#: The twin's stream-K / split-K fixup moves its partials with plain one-word-per-thread ld/st.global
+#: (hw_kernels/sm90_gemm.py: store, read-add-write for a middle split, read for the final one), far
+#: below the vectorised all-SM L2 read rate the shared default assumes. Per-SM rates from the twin's
+#: own C_FIXUP records on the H200 (validation/results/h200_fixup_traces.json, written by
+#: ``python -m validation.fixup_traces``), the median over the traced launches.
+_FX = "validation/results/h200_fixup_traces.json (python -m validation.fixup_traces; traced 2026-12-02)"
+SM90_WORKSPACE_STORE = _c("sm90_workspace_store_bytes_per_clk_per_sm", 17.2, "B/clk/SM",
+                          f"{_FX} store_bytes_per_clk_per_sm: median over 6 traced split launches of the first "
+                          "splits' stores (12.8-27.8); traced on stream-K campaign shapes after their errors were seen")
+SM90_WORKSPACE_LOAD = _c("sm90_workspace_load_bytes_per_clk_per_sm", 69.2, "B/clk/SM",
+                         f"{_FX} load_bytes_per_clk_per_sm: median over the same launches of the final splits' "
+                         "loads (19.7-118)")
+SM90_WORKSPACE_RATES = WorkspaceRates(SM90_WORKSPACE_STORE, SM90_WORKSPACE_LOAD, read_modify_write=True)
 
 #: The twin's epilogue per 128 x EN fp16 subtile, measured on one SM (``epilogue.{coop,pp}.e{EN}.*_1sm``
 #: in h200_microbench_v2_epilogue_sync.json): the store thread's clock between steps -- convert +
@@ -827,10 +841,11 @@ class Sm90GemmTmaWarpSpecialized:
             acc_bytes = cfg.bits_acc // 8
             self.fixup = Fixup(self, self.decomp, sm90_fixup_counts(self.facts),
                                cfg.tile_m // NUM_MMA_WARPGROUPS * cfg.cta_tile_n * acc_bytes, cfg.cluster_size,
-                               arch.l2_latency_cycles.value)
+                               arch.l2_latency_cycles.value, SM90_WORKSPACE_RATES)
             self.timing = replace(self.timing, notes=self.timing.notes + (
                 "decomposition: " + self.decomp.summary(),) + self.decomp.params.notes + tuple(
-                f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in FIXUP_CONSTANTS))
+                f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})"
+                for c in (*SM90_WORKSPACE_RATES.constants(), *FIXUP_CONSTANTS[1:])))
         self.resident_clusters = resident
         self.clusters: list[Cluster] = []
         self.roles: list[Role] = []
