@@ -85,6 +85,11 @@ B200_FITTED = (
                    "per epilogue subtile, the DSL epilogue's fence, two named-barrier syncs and TMA-store "
                    "issue/wait beyond the modelled TMEM load, conversion and SMEM write; not published",
                    simulated=(300.0, 1000.0)),
+    FittedConstant("epilogue_tile_cycles", "cycles", np.arange(0.0, 3000.1, 250.0),
+                   "per output tile, the DSL epilogue's tail beyond its subtiles (the barrier after the last "
+                   "subtile, the accumulator stage's release, the scheduler's advance, the next hand-off's wake): "
+                   "the fixed cost that grows with the tile count; not published (gemm-model's own model: 1000)",
+                   simulated=(0.0, 2000.0)),
 )
 
 
@@ -175,12 +180,21 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
     each row at its own in-kernel clock."""
     from simulator.engine.run import estimate_events
     from validation.compare import sim_config_from_measured
-    from validation.measurements import CAMPAIGN, SPLITS, STREAMK, WIDE, WIDE_HELDOUT, load_h200_timings
+    from validation.measurements import (
+        CAMPAIGN,
+        SMALL_M,
+        SPLITS,
+        STREAMK,
+        WIDE,
+        WIDE_HELDOUT,
+        load_h200_timings,
+    )
     default_src, name, part = {
         None: (CAMPAIGN, "h200", ""),
         "dev": (WIDE, "h200-wide", ", wide campaign, dev"),
         "held_out": (WIDE_HELDOUT, "h200-wide-heldout", ", wide campaign, held_out"),
         "streamk": (STREAMK, "h200-streamk", ", stream-K campaign (data-parallel, stream-K and split-K rows)"),
+        "small_m": (SMALL_M, "h200-small-m", ", M <= 128 campaign (64-row and 128-row tiles, data-parallel)"),
     }[split]
     src = path or default_src
     title = "H200, our CuTe-DSL SM90 twin (validation/results)" + part
@@ -220,12 +234,14 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
 
 #: name -> loader(path or None) -> DataSet. A new data set is one more entry. The wide campaign's
 #: parts are scored only when named: ``h200-wide`` (dev rows) and ``h200-wide-heldout`` (the held-out
-#: rows: the final score of a model chosen without them); so is ``h200-streamk``, the stream-K campaign.
+#: rows: the final score of a model chosen without them); so are ``h200-streamk``, the stream-K campaign,
+#: and ``h200-small-m``, the M <= 128 campaign (measured after the model was frozen, used for no choice).
 DATASETS: dict[str, Callable[..., DataSet]] = {
     "h200": load_h200, "b200": load_b200,
     "h200-wide": lambda path=None: load_h200(path, split="dev"),
     "h200-wide-heldout": lambda path=None: load_h200(path, split="held_out"),
-    "h200-streamk": lambda path=None: load_h200(path, split="streamk")}
+    "h200-streamk": lambda path=None: load_h200(path, split="streamk"),
+    "h200-small-m": lambda path=None: load_h200(path, split="small_m")}
 #: What ``wsim accuracy`` scores without ``--data``.
 DEFAULT_DATASETS = ("h200", "b200")
 
