@@ -290,3 +290,28 @@ def test_misaligned_rows_slow_a_load_bound_sm100_kernel():
     per_kb_ok = r_ok.cycles / ok.k_tiles
     per_kb_off = r_off.cycles / off.k_tiles        # one more (partial) K-block: compare per K-block
     assert per_kb_off > 1.3 * per_kb_ok
+
+
+def test_epilogue_tile_cycles_lengthen_each_epilogue_tile():
+    """arch.epilogue_tile_cycles is the epilogue's fixed tail per output tile: every Epilogue tile span
+    grows by it, and a many-tile launch whose epilogue bounds it slows by about tiles per SM x the cost."""
+    cfg = Sm100GemmConfig(m=1024, n=1024, k=128, use_2sm=False, mma_tile_m=128, mma_tile_n=64)
+    base = ArchSpec.b200().with_overrides({"epilogue_tile_cycles": 0}, origin="test")
+    cost = 1500
+    plus = ArchSpec.b200().with_overrides({"epilogue_tile_cycles": cost}, origin="test")
+    r0, r1 = simulate(cfg, base, trace=True), simulate(cfg, plus, trace=True)
+
+    def epi_tiles(r):
+        t = r.trace
+        c = t.columns() if callable(t.columns) else t.columns
+        sel = (np.asarray(c["role"]) == "Epilogue") & (np.asarray(c["kind"]) == "tile")
+        return np.asarray(c["end_cycle"], float)[sel] - np.asarray(c["start_cycle"], float)[sel]
+
+    d0, d1 = epi_tiles(r0), epi_tiles(r1)
+    assert len(d0) == len(d1) > 0
+    assert np.median(d1) >= np.median(d0) + cost - 1
+    tiles_per_sm = cfg.num_output_tiles / min(cfg.num_output_tiles, base.sm_count.value)
+    assert r1.cycles > r0.cycles + 0.5 * cost * (tiles_per_sm - 1)
+    for r in (r0, r1):                                                  # every tile once, deadlock-free
+        once, more = r.tile_check()
+        assert r.deadlock is None and more == 0 and once == r.tiles_expected

@@ -112,6 +112,7 @@ class Sm100Timing:
     notes: tuple[str, ...]
     tma_ingress_bytes_per_clk: float = 0.0   # per-SM TMA bytes landing in SMEM per cycle (0: no limit)
     epi_sync_cycles: float = 0.0             # per epilogue subtile: fence + named-barrier syncs around the store
+    epi_tile_cycles: float = 0.0             # per output tile: the epilogue's tail beyond its subtiles
     store_read_bytes_per_clk: float = 0.0    # TMA store: SMEM read rate (assumed = the measured TMA load rate)
     tma_row_cost: float = 1.0                # TMA ingress occupancy per byte (> 1: rows straddle cache lines)
     l2_row_cost: float = 1.0                 # L2 -> SM occupancy per byte (> 1: rows straddle cache lines)
@@ -159,6 +160,7 @@ class Sm100Timing:
             notes=tuple(notes),
             tma_ingress_bytes_per_clk=arch.tma_load_bytes_per_clk_per_sm.value,
             epi_sync_cycles=arch.epilogue_subtile_sync_cycles.value,
+            epi_tile_cycles=arch.epilogue_tile_cycles.value,
             store_read_bytes_per_clk=(arch.tma_load_bytes_per_clk_per_sm.value
                                       or arch.smem_read_bytes_per_clk.value),
             tma_row_cost=rows_cost.tma_cost,
@@ -172,7 +174,7 @@ class Sm100Timing:
                 "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes", "l2_bytes_per_s", "l2_latency_cycles",
                 "tma_issue_overhead_cycles", "mbarrier_arrive_latency_cycles", "remote_arrive_latency_cycles",
                 "clc_query_latency_cycles", "launch_overhead_ns", "tma_load_bytes_per_clk_per_sm", "gpc_count",
-                "epilogue_subtile_sync_cycles")
+                "epilogue_subtile_sync_cycles", "epilogue_tile_cycles")
 
 
 class Cta:
@@ -635,6 +637,10 @@ class Epilogue(Role):
                 if cfg.read_c and reuse_c and release_ld:
                     call_at(env, smem_free - self._time(), cta.epi_load.consumer_release, ld_release, self.who,
                             self.threads)
+            if t.epi_tile_cycles:
+                # The epilogue's per-tile tail (arch.epilogue_tile_cycles): the barrier after the last
+                # subtile, the accumulator stage's release, the scheduler's advance, the next wake.
+                yield self._sleep(t.epi_tile_cycles)
             if mma_tile_in_problem(tile[0], tile[1], cfg):
                 self.stats.tiles_done.append((tile[0], tile[1], tile[2], cta.cx % cta.atom))
             self.span("tile", t_tile, self._time(), tile=tile)
