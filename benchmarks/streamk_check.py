@@ -1,6 +1,7 @@
 """The model and wsim tune against the measured stream-K campaign (validation/results/h200_streamk.json), CPU only.
 
     python benchmarks/streamk_check.py [--jobs N] [--all-rows] [--out validation/results/streamk_check.md]
+    python benchmarks/streamk_check.py --data validation/results/h200_small_m.json --out validation/results/small_m_check.md
 
 For every problem of the ``streamk`` phase: wsim tune's pick (``--space hw``, the H200 at the median
 in-kernel clock of the problem's measured rows) and its measured time against cuBLAS, the measured best;
@@ -31,9 +32,14 @@ DATA = ROOT / "validation/results/h200_streamk.json"
 SPAN = "_trace-span"
 
 
-def _rows() -> list[dict]:
-    d = json.loads(DATA.read_text())
-    return [dict(zip(d["columns"], r, strict=True)) for r in d["rows"]], d
+def _rows(path: Path) -> tuple[list[dict], dict, str]:
+    """The campaign file's rows, the file, and its phase (the one its rows were measured in)."""
+    d = json.loads(path.read_text())
+    rows = [dict(zip(d["columns"], r, strict=True)) for r in d["rows"]]
+    phases = {r["phase"] for r in rows if r.get("kernel") == "wsim_sm90_twin"}
+    if len(phases) != 1:
+        raise SystemExit(f"--data {path}: expected the rows of one campaign phase, found {sorted(phases)}")
+    return rows, d, phases.pop()
 
 
 def _fields(name: str) -> dict:
@@ -60,12 +66,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--all-rows", action="store_true", help="simulate every measured row, not the default subset")
+    ap.add_argument("--data", default=str(DATA), help="a campaign file of one phase (default: %(default)s)")
     ap.add_argument("--out", default=str(ROOT / "validation/results/streamk_check.md"))
     a = ap.parse_args(argv)
-    rows, data = _rows()
+    src = Path(a.data).resolve()
+    rows, data, phase = _rows(src)
     ours = [r for r in rows if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us") and r.get("clock_ghz")]
     shapes = sorted({(r["m"], r["n"], r["k"]) for r in ours}, key=lambda s: [tuple(x) for x in data["plan"]
-                                                                          ["streamk"]["shapes"]].index(s))
+                                                                          [phase]["shapes"]].index(s))
     clock = {s: statistics.median(r["clock_ghz"] for r in ours if (r["m"], r["n"], r["k"]) == s) for s in shapes}
     cub = {(r["m"], r["n"], r["k"]): r["event_us"] for r in rows if r.get("kernel") == "cublas"}
     scored = [r for r in ours if a.all_rows or (_fields(r["config"])["raster"] == "m"
@@ -78,8 +86,9 @@ def main(argv=None) -> int:
         sims = dict(ex.map(_sim, jobs, chunksize=4))
     meas = {f"{r['m']}x{r['n']}x{r['k']}|{r['config']}": r for r in ours}
     scored_keys = {j[0] for j in jobs}
-    out = ["# wsim against the measured stream-K campaign", "",
-           f"`python benchmarks/streamk_check.py` over {DATA.relative_to(ROOT)} ({data['env']['device']}, "
+    cmd = "python benchmarks/streamk_check.py" + ("" if src == DATA else f" --data {src.relative_to(ROOT)}")
+    out = [f"# wsim against the measured {phase} campaign", "",
+           f"`{cmd}` over {src.relative_to(ROOT)} ({data['env']['device']}, "
            f"{data['env']['date_utc']}): wsim tune's pick (`--space hw`, the H200 at the problem's median in-kernel "
            "clock) measured against cuBLAS, and the model's error on every measured row (each simulated at its own "
            "in-kernel clock).", "",
