@@ -24,8 +24,11 @@ def test_tiny_case_exact_protocol_order():
 
     The SM's TMA ingress rate is set to the SMEM rate (128 B/clk), at which it never binds here (each
     K-block's DRAM latency is longer), so that the order below depends only on the protocol and the
-    DRAM latency, not on the fitted ingress rate. (An override of 0 is refused: B200 has the limit.)"""
-    arch = ArchSpec.b200().with_overrides({"tma_load_bytes_per_clk_per_sm": 128}, origin="protocol-order test")
+    DRAM latency, not on the fitted ingress rate. (An override of 0 is refused: B200 has the limit.) The
+    fitted epilogue costs are pinned too (per-subtile sync 460 cycles, no per-tile tail), so that a refit
+    does not move the epilogue's store waits."""
+    arch = ArchSpec.b200().with_overrides({"tma_load_bytes_per_clk_per_sm": 128, "epilogue_subtile_sync_cycles": 460,
+                                           "epilogue_tile_cycles": 0}, origin="protocol-order test")
     r = simulate(Sm100GemmConfig(**TINY), arch, trace=True)
     assert r.ok
     tr = r.trace
