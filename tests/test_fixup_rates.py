@@ -1,11 +1,9 @@
 """The workspace rates of the stream-K fixup: how the issue time is composed, and the SM90 twin's
 rates re-derived from the committed traces of its C_FIXUP records."""
 
-import json
 import statistics
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from simulator.kernels.fixup import WORKSPACE_BYTES_PER_CLK, WorkspaceRates
@@ -31,25 +29,17 @@ def test_issue_cycles_store_load_and_read_modify_write():
 def test_sm90_rates_are_the_traces_medians():
     """The SM90 constants equal what validation.fixup_traces derives from the committed raw dumps."""
     pytest.importorskip("simpy")
-    from simulator.kernels.fixup import FIXUP_NAMED_BARRIER
-    from simulator.machine.arch import ArchSpec
-    from validation.fixup_traces import SLICES_PER_SM, op_work_cycles
-    from validation.hw_trace import to_trace
+    from validation.fixup_traces import load_raw, measured_ops
 
     raws = sorted(RAW.glob("raw_*.npz"))
     assert raws, "no committed fixup traces"
-    fixed = FIXUP_NAMED_BARRIER.value + ArchSpec.h200().l2_latency_cycles.value
     rates = {"fixup_store": [], "fixup_load": []}
     for p in raws:
-        z = np.load(p)
-        meta = json.loads(str(z["meta"]))
-        tr = to_trace(z["buf"], meta)
-        work = op_work_cycles(tr, tr.meta["effective_clock"]["median_ghz"])
-        cfg = meta["config"]
-        slice_bytes = cfg["tile_m"] // 2 * cfg["tile_n"] * 4
+        ops = measured_ops(*load_raw(p))
         for op in rates:
-            if work[op]:
-                rates[op].append(SLICES_PER_SM[op] * slice_bytes / (statistics.median(work[op]) - fixed))
+            if op in ops:
+                rates[op].append(ops[op]["measured_bytes_per_clk_per_sm"])
+    assert len(rates["fixup_store"]) == len(rates["fixup_load"]) == 6      # the six launches with splits
     assert round(statistics.median(rates["fixup_store"]), 1) == SM90_WORKSPACE_STORE.value
     assert round(statistics.median(rates["fixup_load"]), 1) == SM90_WORKSPACE_LOAD.value
     assert SM90_WORKSPACE_RATES.read_modify_write

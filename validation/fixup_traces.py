@@ -34,7 +34,7 @@ SLICES_PER_SM = {"fixup_store": 2, "fixup_reduce": 4, "fixup_load": 2}
 def op_work_cycles(trace, clock_ghz: float) -> dict[str, list[float]]:
     """Per fixup op kind, the cycles of each record's work: its span minus the flag wait inside it (the
     wait of the same CTA, role and tile that lies within the span)."""
-    c = trace.columns() if callable(trace.columns) else trace.columns
+    c = trace.columns()
     kind = np.asarray(c["kind"])
     bar = np.asarray(c["barrier"])
     start, end = np.asarray(c["start_ns"], float), np.asarray(c["end_ns"], float)
@@ -52,41 +52,57 @@ def op_work_cycles(trace, clock_ghz: float) -> dict[str, list[float]]:
     return out
 
 
-def compare(raw: Path) -> dict:
-    """One raw dump: its config, clock, kernel time, and per op the measured and simulated work."""
-    from simulator.engine.run import simulate
+def fixed_cycles() -> float:
+    """The fixed part the model adds to a fixup op's work: one named-barrier sync and one L2 round trip."""
     from simulator.kernels.fixup import FIXUP_NAMED_BARRIER
     from simulator.machine.arch import ArchSpec
-    from validation.compare import sim_config_from_measured
-    from validation.hw_trace import to_trace
+    return FIXUP_NAMED_BARRIER.value + ArchSpec.h200().l2_latency_cycles.value
 
+
+def load_raw(raw: Path) -> tuple[dict, object, float]:
+    """A raw dump's metadata, its trace in the shared format, and its median in-kernel clock (GHz)."""
+    from validation.hw_trace import to_trace
     z = np.load(raw)
     meta = json.loads(str(z["meta"]))
     tr = to_trace(z["buf"], meta)
-    clk = float(tr.meta["effective_clock"]["median_ghz"])
+    return meta, tr, float(tr.meta["effective_clock"]["median_ghz"])
+
+
+def measured_ops(meta: dict, trace, clock_ghz: float) -> dict[str, dict]:
+    """Per op kind in a measured trace: its records, the median work cycles, the bytes one SM moves and
+    the per-SM rate (bytes over the median work less :func:`fixed_cycles`)."""
+    cfg = meta["config"]
+    slice_bytes = cfg["tile_m"] // 2 * cfg["tile_n"] * 4            # 64 x tile_n float32 partials
+    fixed = fixed_cycles()
+    ops = {}
+    for op, work in op_work_cycles(trace, clock_ghz).items():
+        if work:
+            med = statistics.median(work)
+            nbytes = SLICES_PER_SM[op] * slice_bytes
+            ops[op] = {"records": len(work), "measured_work_cycles_median": round(med, 1), "bytes_per_sm": nbytes,
+                       "measured_bytes_per_clk_per_sm": nbytes / max(med - fixed, 1.0)}
+    return ops
+
+
+def compare(raw: Path) -> dict:
+    """One raw dump: its config, clock, kernel time, and per op the measured and simulated work."""
+    from simulator.engine.run import simulate
+    from simulator.machine.arch import ArchSpec
+    from validation.compare import sim_config_from_measured
+
+    meta, tr, clk = load_raw(raw)
     cfg = sim_config_from_measured(meta)
     arch = ArchSpec.h200().with_overrides({"clock_ghz": round(clk, 4)}, origin="the traced launch's in-kernel clock")
     res = simulate(cfg, arch, trace=True)
-    fixed = FIXUP_NAMED_BARRIER.value + arch.l2_latency_cycles.value
-    slice_bytes = cfg.tile_m // 2 * cfg.cta_tile_n * cfg.bits_acc // 8
-    meas, sim = op_work_cycles(tr, clk), op_work_cycles(res.trace, clk)
-    ops = {}
-    for op in OPS:
-        if not meas[op]:
-            continue
-        m_med = statistics.median(meas[op])
-        nbytes = SLICES_PER_SM[op] * slice_bytes
-        ops[op] = {"records": len(meas[op]), "measured_work_cycles_median": round(m_med, 1),
-                   "simulated_work_cycles_median": round(statistics.median(sim[op]), 1) if sim[op] else None,
-                   "bytes_per_sm": nbytes,
-                   "measured_bytes_per_clk_per_sm": nbytes / max(m_med - fixed, 1.0)}
-    tiles = -(-cfg.m // cfg.tile_m) * -(-cfg.n // cfg.cta_tile_n)
-    return {"raw": raw.name, "config": meta["config_name"], "decomposition": meta["config"]["decomposition"],
-            "tiles": tiles, "problem": "x".join(str(meta["problem"][d]) for d in "mnk"),
+    ops = measured_ops(meta, tr, clk)
+    sim = op_work_cycles(res.trace, clk)
+    for op, o in ops.items():
+        o["simulated_work_cycles_median"] = round(statistics.median(sim[op]), 1) if sim[op] else None
+    return {"raw": raw.name, "config": meta["config_name"], "problem": "x".join(str(meta["problem"][d]) for d in "mnk"),
             "device": meta.get("device"), "driver": meta.get("driver"), "dsl_version": meta.get("dsl_version"),
             "date": meta.get("env_date_utc"), "gpu_command": meta.get("env_command"),
             "clock_ghz": round(clk, 4), "kernel_us_measured": round(meta["kernel_ms_events"] * 1e3, 2),
-            "kernel_us_simulated": round(res.cycles / clk / 1e3, 2), "fixed_cycles": fixed, "ops": ops}
+            "kernel_us_simulated": round(res.cycles / clk / 1e3, 2), "fixed_cycles": fixed_cycles(), "ops": ops}
 
 
 def derived_rates(rows: list[dict]) -> dict[str, float]:
