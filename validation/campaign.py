@@ -1029,28 +1029,35 @@ def _fastest(rows: list[dict]) -> dict | None:
     return min(rows, key=lambda x: x["event_us"], default=None)
 
 
+def _phase_head(pub: dict, title: str, extra: str) -> list[str]:
+    """A phase summary's title and provenance lines (``extra``: what the phase's candidates have in common)."""
+    env = pub["env"]
+    return [f"# {title} ({'DRY RUN: synthetic timings, not measurements' if env.get('dry_run') else 'measured'})",
+            "", f"`{env.get('command', '')}`; {env.get('device', '?')}, driver {env.get('driver', '?')}, CuTe DSL "
+            f"{env.get('nvidia_cutlass_dsl', '?')}, {env.get('date_utc', env.get('date', '?'))}. Median CUDA-event "
+            "time of launches queued behind a busy kernel, alternating with cuBLAS (torch.matmul) on the same "
+            f"random-normal fp16 inputs; every output checked against a float32 reference first.{extra}", ""]
+
+
+def _per_problem(pub: dict):
+    """Per problem, in the file's order: ((m, n, k), cuBLAS us, our timed rows, outputs correct, outputs checked)."""
+    by: dict = {}
+    for r in (dict(zip(pub["columns"], row, strict=True)) for row in pub["rows"]):
+        by.setdefault((r["m"], r["n"], r["k"]), []).append(r)
+    for shape, rs in by.items():
+        cub = next((r["event_us"] for r in rs if r.get("kernel") == "cublas" and r.get("event_us")), None)
+        twin = [r for r in rs if r.get("kernel") == "wsim_sm90_twin"]
+        yield (shape, cub, [r for r in twin if r.get("event_us")], sum(1 for r in twin if r.get("ok")),
+               sum(1 for r in twin if r.get("ok") is not None))
+
+
 def streamk_markdown(pub: dict) -> str:
     """The ``streamk`` phase's summary: per problem cuBLAS, our best (all candidates, data-parallel only,
     stream-K scheduler only) and how many outputs were correct."""
-    cols = pub["columns"]
-    rows = [dict(zip(cols, r, strict=True)) for r in pub["rows"]]
-    env = pub["env"]
-    out = [f"# H200 stream-K / split-K campaign ({'DRY RUN: synthetic timings, not measurements' if env.get('dry_run') else 'measured'})",
-           "", f"`{env.get('command', '')}`; {env.get('device', '?')}, driver {env.get('driver', '?')}, CuTe DSL "
-           f"{env.get('nvidia_cutlass_dsl', '?')}, {env.get('date_utc', env.get('date', '?'))}. Median CUDA-event "
-           "time of launches queued behind a busy kernel, alternating with cuBLAS (torch.matmul) on the same "
-           "random-normal fp16 inputs; every output checked against a float32 reference first.", "",
+    out = _phase_head(pub, "H200 stream-K / split-K campaign", "") + [
            "| problem | cuBLAS us | best (all) | us | x cuBLAS | best data-parallel | x cuBLAS | best stream-K scheduler "
            "| x cuBLAS | correct |", "| --- | ---: | --- | ---: | ---: | --- | ---: | --- | ---: | ---: |"]
-    by: dict = {}
-    for r in rows:
-        by.setdefault((r["m"], r["n"], r["k"]), []).append(r)
-    for (m, n, k), rs in by.items():
-        cub = next((r["event_us"] for r in rs if r.get("kernel") == "cublas" and r.get("event_us")), None)
-        ours = [r for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us")]
-        ok = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok"))
-        checked = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok") is not None)
-
+    for (m, n, k), cub, ours, ok, checked in _per_problem(pub):
         cells = []
         for b in (_fastest(ours), _fastest([x for x in ours if "_d" not in x["config"]]),
                   _fastest([x for x in ours if "_d" in x["config"]])):
@@ -1077,26 +1084,12 @@ SMALL_M_FAMILIES = ("64-row ping-pong", "128-row ping-pong", "cooperative")
 def small_m_markdown(pub: dict) -> str:
     """The ``small_m`` phase's summary: per problem cuBLAS, our best of all candidates and of each tile family
     (64-row ping-pong, 128-row ping-pong, cooperative) against it, and how many outputs were correct."""
-    cols = pub["columns"]
-    rows = [dict(zip(cols, r, strict=True)) for r in pub["rows"]]
-    env = pub["env"]
     fam_head = " | ".join(f"best {f} | us | x cuBLAS" for f in SMALL_M_FAMILIES)
-    out = [f"# H200 M <= 128 campaign ({'DRY RUN: synthetic timings, not measurements' if env.get('dry_run') else 'measured'})",
-           "", f"`{env.get('command', '')}`; {env.get('device', '?')}, driver {env.get('driver', '?')}, CuTe DSL "
-           f"{env.get('nvidia_cutlass_dsl', '?')}, {env.get('date_utc', env.get('date', '?'))}. Median CUDA-event "
-           "time of launches queued behind a busy kernel, alternating with cuBLAS (torch.matmul) on the same "
-           "random-normal fp16 inputs; every output checked against a float32 reference first. Data-parallel, "
-           "max swizzle 1, clusters 1x1, 1x2, 2x1, rasters M and N.", "",
+    out = _phase_head(pub, "H200 M <= 128 campaign", " Data-parallel, max swizzle 1, clusters 1x1, 1x2, 2x1, "
+                      "rasters M and N.") + [
            f"| problem | cuBLAS us | best (all) | us | x cuBLAS | {fam_head} | correct |",
            "| --- | ---: | --- | ---: | ---: | " + " | ".join("--- | ---: | ---:" for _ in SMALL_M_FAMILIES) + " | ---: |"]
-    by: dict = {}
-    for r in rows:
-        by.setdefault((r["m"], r["n"], r["k"]), []).append(r)
-    for (m, n, k), rs in by.items():
-        cub = next((r["event_us"] for r in rs if r.get("kernel") == "cublas" and r.get("event_us")), None)
-        ours = [r for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us")]
-        ok = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok"))
-        checked = sum(1 for r in rs if r.get("kernel") == "wsim_sm90_twin" and r.get("ok") is not None)
+    for (m, n, k), cub, ours, ok, checked in _per_problem(pub):
         cells = []
         for sel in [ours] + [[x for x in ours if _tile_family(x["config"]) == f] for f in SMALL_M_FAMILIES]:
             b = _fastest(sel)
