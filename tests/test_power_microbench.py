@@ -50,6 +50,34 @@ def test_plan_is_valid_and_fits_the_budget():
     assert power.plan_seconds(power.plan(True)) < power.plan_seconds(power.plan(False)) / 5
 
 
+def test_burst_plan_alternates_each_load_with_the_light_one_after_idle():
+    for quick in (False, True):
+        ex = power.burst_plan(quick)
+        assert len({e["name"] for e in ex}) == len(ex) and all(e["name"].startswith("bursts.") for e in ex)
+        for e in ex:
+            loads = e["loads"]
+            assert loads[0].compute == "none" and loads[0].mem == "none"
+            assert all(ld.seconds == power.BURST_S for ld in loads[1:])
+            assert {ld.label for ld in loads[2::2]} == {"tc@0.2 132sm"} and len({ld.label for ld in loads[1::2]}) == 1
+            for ld in loads:
+                power.kernel_ints(ld)
+        assert power.plan_seconds(ex) < 0.6 * power.SECTIONS["kernels"]
+    assert power.PLANS["bursts"] is power.burst_plan and power.OUT_NAMES["bursts"] != power.OUT_NAME
+
+
+def test_burst_quantities_split_the_load_from_the_light_launches():
+    def ln(mhz, duty):
+        return {"clock_mhz": mhz, "tc_busy_fraction": duty, "load": {"duty": duty}}
+    rep = {"launches": [{"clock_mhz": 1980.0}, ln(1660, 1.0), ln(1820, 0.2), ln(1650, 1.0), ln(1830, 0.2)],
+           "nvml": {"sm_mhz_median": 1980.0}}
+    q = pa._burst_quantities("bursts.tc@1 132sm", [rep, rep])
+    assert q["bursts.tc@1 132sm.load_clock_mhz"]["value"] == 1655
+    assert q["bursts.tc@1 132sm.light_clock_mhz"]["value"] == 1825
+    assert q["bursts.tc@1 132sm.load_tc_busy_fraction"]["value"] == 1.0
+    assert q["bursts.tc@1 132sm.nvml_sm_mhz"]["value"] == 1980.0
+    assert "bursts.tc@1 132sm.light_tc_busy_fraction" not in q
+
+
 def test_dry_run_builds_and_prints_the_plan(capsys):
     import shutil
     if shutil.which("nvcc") is None:

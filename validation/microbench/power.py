@@ -174,6 +174,30 @@ def plan(quick: bool = False) -> list[dict]:
     return ex
 
 
+#: The loads of :func:`burst_plan`: tensor duty, memory load and duty, SMs, input data.
+BURST_LOADS = tuple(
+    [Load("tc", duty=d) for d in (0.3, 0.45, 0.6, 0.7, 0.8, 0.9, 1.0)]
+    + [Load("tc", duty=d, mem="l2", mem_duty=m) for d in (0.45, 0.7, 1.0) for m in (0.5, 1.0)]
+    + [Load("none", mem="l2"), Load("none", mem="hbm"), Load("tc", duty=0.6, mem="hbm", mem_duty=0.5)]
+    + [Load("tc", data="zero"), Load("tc", duty=0.6, data="zero"), Load("tc", sms=66), Load("tc", sms=99)])
+BURST_S = 0.0015
+
+
+def burst_plan(quick: bool = False) -> list[dict]:
+    """Short rounds like the campaign's (issue 16): after 3 ms of idle SMs, 1.5 ms kernels of one load
+    alternate with a light one (tc@0.2) six times, so that the average power stays low and the slow
+    loop does not act: each launch's clock is what the fast limiter allows that load."""
+    light = Load("tc", duty=0.2, seconds=BURST_S)
+    loads = BURST_LOADS[::3] if quick else BURST_LOADS
+    return [{"name": f"bursts.{ld.label}", "kind": "sequence", "repeat": 2 if quick else 3, "idle_after": 0.3,
+             "loads": [Load("none", seconds=0.003)] + [replace(ld, seconds=BURST_S), light] * 6} for ld in loads]
+
+
+#: Experiment plans by name, and the results file each writes.
+PLANS = {"full": plan, "bursts": burst_plan}
+OUT_NAMES = {"full": OUT_NAME, "bursts": "h200_power_bursts"}
+
+
 def matmul_plan(quick: bool = False) -> list[dict]:
     """torch.matmul fp16 runs: (m, n, k, input kind, seconds)."""
     s = 0.15 if quick else 1.0
@@ -393,7 +417,7 @@ def _write(path: Path, obj) -> None:
     tmp.replace(path)
 
 
-def section_kernels(part: Path, quick: bool, deadline: float) -> int:
+def section_kernels(part: Path, quick: bool, deadline: float, plan_name: str = "full") -> int:
     from validation.nvml_sampler import NvmlSampler
     s = NvmlSampler(period_s=0.005)
     res: dict = {"static": _static_info(s.nvml, s.handle), "nvml_errors": {}, "experiments": {}, "skipped": []}
@@ -405,7 +429,7 @@ def section_kernels(part: Path, quick: bool, deadline: float) -> int:
     with s:
         r = Runner(s)
         res["device"] = {"name": r.gpu.name, "sm_count": r.gpu.sm_count, "cuda_driver_version": r.gpu.driver_version}
-        exps = plan(quick)
+        exps = PLANS[plan_name](quick)
         for e in exps:
             left = deadline - time.time()
             need = plan_seconds([e]) + 2.0
@@ -541,14 +565,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=300.0, help="hard limit for the whole run")
     ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset")
     ap.add_argument("--dry-run", action="store_true", help="build the kernels and print the plan (no GPU)")
+    ap.add_argument("--plan", default="full", choices=sorted(PLANS),
+                    help="full: every experiment (h200_power.json); bursts: the fast limiter's short rounds "
+                         "(h200_power_bursts.json, kernels section only)")
     ap.add_argument("--section", help=argparse.SUPPRESS)
     ap.add_argument("--part", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.section == "kernels":
+        return section_kernels(Path(a.part), a.quick, a.deadline, a.plan)
     if a.section:
-        fn = {"kernels": section_kernels, "matmul": section_matmul}[a.section]
-        return fn(Path(a.part), a.quick, a.deadline)
-    secs = [x for x in a.sections.split(",") if x]
+        return section_matmul(Path(a.part), a.quick, a.deadline)
+    secs = [x for x in a.sections.split(",") if x] if a.plan == "full" else ["kernels"]
     bad = [x for x in secs if x not in SECTIONS]
     if bad:
         print(f"--sections: unknown {bad}; valid: {', '.join(SECTIONS)}", file=sys.stderr)
@@ -561,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"power.cu: ptxas problems {ptxas_problems(rep)}", file=sys.stderr)
         return 1
     if a.dry_run:
-        ex = plan(a.quick)
+        ex = PLANS[a.plan](a.quick)
         for e in ex:
             loads = [e[k] for k in ("load", "heavy", "probe") if k in e] + list(e.get("loads", []))
             for ld in loads:
@@ -574,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     cmd = "python -m validation.microbench.power --out OUT" + (" --quick" if a.quick else "") + \
-        f" --budget-s {a.budget_s:g}" + ("" if a.sections == ",".join(SECTIONS) else f" --sections {a.sections}")
+        f" --budget-s {a.budget_s:g}" + ("" if a.sections == ",".join(SECTIONS) else f" --sections {a.sections}") + \
+        ("" if a.plan == "full" else f" --plan {a.plan}")
     meta = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": cmd,
             "nvidia_smi_before": _nvidia_smi(), "versions": _versions(), "host": platform.node()}
     results, status = {}, {}
@@ -589,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
         part = out / f"part_{x}.json"
         deadline = time.time() + limit - 8
         cmdx = [sys.executable, "-m", "validation.microbench.power", "--section", x, "--part", str(part),
-                "--deadline", f"{deadline:.3f}"] + (["--quick"] if a.quick else [])
+                "--deadline", f"{deadline:.3f}", "--plan", a.plan] + (["--quick"] if a.quick else [])
         t0 = time.time()
         try:
             rc = subprocess.run(cmdx, timeout=limit, env=dict(os.environ, PYTHONUNBUFFERED="1")).returncode
@@ -606,9 +635,12 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"meta": meta, "results": results}
     meta["effective_sm_clock"] = pa.effective_clock(doc)
     doc["quantities"] = pa.quantities(doc)
-    (out / f"{OUT_NAME}.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
-    (out / f"{OUT_NAME}.md").write_text(pa.markdown(doc))
-    print(f"[power] wrote {out / OUT_NAME}.json ({len(doc['quantities'])} quantities) in {time.time() - t_start:.0f} s")
+    name = OUT_NAMES[a.plan]
+    if name != OUT_NAME:
+        meta["out_name"] = name
+    (out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
+    (out / f"{name}.md").write_text(pa.markdown(doc))
+    print(f"[power] wrote {out / name}.json ({len(doc['quantities'])} quantities) in {time.time() - t_start:.0f} s")
     return 0
 
 

@@ -253,6 +253,9 @@ def quantities(doc: dict) -> dict:
                     if vals:
                         q[f"{name}.{lab}_mhz"] = qv(statistics.median(vals), "MHz",
                                                     f"{name}: median in-kernel clock of its {lab} launches")
+    for name, e in ex.items():
+        if name.startswith("bursts.") and e.get("repeats"):
+            q.update(_burst_quantities(name, e["repeats"]))
     for r in doc.get("results", {}).get("matmul", {}).get("runs", []):
         key = f"matmul.{r['m']}x{r['n']}x{r['k']}.{r['inputs']}"
         if key + ".tflops" in q:
@@ -263,6 +266,23 @@ def quantities(doc: dict) -> dict:
             q[key + ".nvml_sm_mhz"] = qv(nv["sm_mhz_median"], "MHz", "torch.matmul fp16, second half, NVML")
         if power_of(nv) is not None:
             q[key + ".power_w"] = qv(power_of(nv), "W", "torch.matmul fp16, second half, NVML")
+    return q
+
+
+def _burst_quantities(name: str, repeats: list[dict]) -> dict:
+    """A burst experiment's medians over its repeats: the load's launches (odd positions after the idle
+    kernel) and the light ones between them (even positions)."""
+    q = {}
+    for lab, pos in (("load", 1), ("light", 0)):
+        launches = [ln for r in repeats for i, ln in enumerate(r["launches"][1:]) if i % 2 == 1 - pos]
+        for key, unit in (("clock_mhz", "MHz"), ("tc_busy_fraction", "fraction"), ("mem_gb_per_s", "GB/s")):
+            vals = [ln[key] for ln in launches if ln.get(key) is not None]
+            if vals and (lab == "load" or key == "clock_mhz"):
+                q[f"{name}.{lab}_{key}"] = qv(statistics.median(vals), unit,
+                                              f"{name}: median over the {lab} launches of its short rounds")
+    nv = [r["nvml"].get("sm_mhz_median") for r in repeats if r.get("nvml", {}).get("sm_mhz_median") is not None]
+    if nv:
+        q[f"{name}.nvml_sm_mhz"] = qv(statistics.median(nv), "MHz", f"{name}: NVML SM clock over its rounds, median")
     return q
 
 
@@ -287,7 +307,7 @@ def markdown(doc: dict) -> str:
              f"`{m.get('command')}`, {m.get('date_utc')}; {smi.get('name')}, driver {smi.get('driver_version')}; "
              f"versions {m.get('versions')}; effective SM clock (median over launches, in-kernel): "
              f"{eff.get('median_mhz_over_launches')} MHz (range {eff.get('min_mhz')}-{eff.get('max_mhz')}, "
-             f"{eff.get('launches')} launches). Written by the command; every number below is in h200_power.json.", ""]
+             f"{eff.get('launches')} launches). Written by the command; every number below is in {m.get('out_name', 'h200_power')}.json.", ""]
     st = doc.get("results", {}).get("kernels", {}).get("static", {})
     if st:
         lines += ["## Limits (NVML, read only)", "", "| query | value |", "| --- | --- |"]
@@ -316,6 +336,18 @@ def markdown(doc: dict) -> str:
     nb = [(k, v["value"]) for k, v in q.items() if k.startswith("neighbours.")]
     if nb:
         lines += ["## Neighbours", "", "| quantity | MHz |", "| --- | ---: |"] + [f"| {k} | {v} |" for k, v in nb] + [""]
+    bursts = sorted({k.rsplit(".", 1)[0] for k in q if k.startswith("bursts.")})
+    if bursts:
+        lines += ["## Short rounds: one load alternating with tc@0.2 (the fast limiter)", "",
+                  "| load | tensor busy | memory GB/s | in-kernel MHz | light launches MHz | NVML MHz |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for b in bursts:
+            def g(key, nd=0, b=b):
+                v = q.get(f"{b}.{key}")
+                return _f(v["value"], nd) if v else "-"
+            lines.append(f"| {b.split('.', 1)[1]} | {g('load_tc_busy_fraction', 3)} | {g('load_mem_gb_per_s')} | "
+                         f"{g('load_clock_mhz')} | {g('light_clock_mhz')} | {g('nvml_sm_mhz')} |")
+        lines.append("")
     mm = doc.get("results", {}).get("matmul", {}).get("runs", [])
     if mm:
         lines += ["## torch.matmul fp16: input data", "",
