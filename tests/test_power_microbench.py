@@ -65,6 +65,15 @@ def test_burst_plan_alternates_each_load_with_the_light_one_after_idle():
     assert power.PLANS["bursts"] is power.burst_plan and power.OUT_NAMES["bursts"] != power.OUT_NAME
 
 
+def test_long_period_duty_keeps_the_duty_and_names_its_period():
+    ld = power.Load("tc", duty=0.5, period_cycles=1 << 16)
+    ints = power.kernel_ints(ld)
+    assert ints[3] == 1 << 16 and ints[2] == (1 << 15) // power.BATCH_CYCLES
+    assert ld.label == "tc@0.5/p65536 132sm" and power.Load("tc", duty=0.5).label == "tc@0.5 132sm"
+    with pytest.raises(ValueError, match="period_cycles"):
+        power.kernel_ints(power.Load("tc", duty=0.5, period_cycles=100))
+
+
 def test_burst_quantities_split_the_load_from_the_light_launches():
     def ln(mhz, duty):
         return {"clock_mhz": mhz, "tc_busy_fraction": duty, "load": {"duty": duty}}

@@ -69,6 +69,7 @@ class Load:
     seconds: float = 1.0
     data: str = "random"         # SMEM operand values: random (uniform [-1, 1)), zero, const (1.0), sign (+-1)
     trace_cycles: int = TRACE_CYCLES
+    period_cycles: int = PERIOD_CYCLES   # the compute duty cycle's period (busy duty x period, then idle)
 
     def check(self) -> None:
         if self.compute not in COMPUTE_KINDS:
@@ -85,12 +86,16 @@ class Load:
             raise ValueError(f"seconds={self.seconds!r}: must be > 0")
         if self.data not in DATA_KINDS:
             raise ValueError(f"data={self.data!r}: expected one of {DATA_KINDS}")
+        if not (isinstance(self.period_cycles, int) and BATCH_CYCLES <= self.period_cycles <= 1 << 24):
+            raise ValueError(f"period_cycles={self.period_cycles!r}: expected an int in {BATCH_CYCLES}..{1 << 24}")
 
     @property
     def label(self) -> str:
         s = f"{self.compute}"
         if self.compute != "none":
             s += f"@{self.duty:g}"
+            if self.duty < 1.0 and self.period_cycles != PERIOD_CYCLES:
+                s += f"/p{self.period_cycles}"
         if self.mem != "none":
             s += f"+{self.mem}@{self.mem_duty:g}"
         s += f" {self.sms}sm"
@@ -99,18 +104,18 @@ class Load:
         return s
 
 
-def _per_period(duty: float, batch_cycles: float) -> tuple[int, int]:
+def _per_period(duty: float, batch_cycles: float, period: int = PERIOD_CYCLES) -> tuple[int, int]:
     """(batches per period, period cycles) for a duty cycle: full duty runs 16 batches between stop
     checks and never idles."""
     if duty >= 1.0:
         return 16, 0
-    return max(1, round(duty * PERIOD_CYCLES / batch_cycles)), PERIOD_CYCLES
+    return max(1, round(duty * period / batch_cycles)), period
 
 
 def kernel_ints(load: Load) -> list[int]:
     """The eight ``Args.i`` of ``power_<compute>`` for ``load`` (see cuda/power.cu)."""
     load.check()
-    cb, cp = _per_period(load.duty, BATCH_CYCLES) if load.compute != "none" else (0, 0)
+    cb, cp = _per_period(load.duty, BATCH_CYCLES, load.period_cycles) if load.compute != "none" else (0, 0)
     if load.mem != "none":
         mb, mp = _per_period(load.mem_duty, MEM_BATCH_CYCLES[load.mem])
         foot = MEM_FOOTPRINT[load.mem]
@@ -179,7 +184,10 @@ BURST_LOADS = tuple(
     [Load("tc", duty=d) for d in (0.3, 0.45, 0.6, 0.7, 0.8, 0.9, 1.0)]
     + [Load("tc", duty=d, mem="l2", mem_duty=m) for d in (0.45, 0.7, 1.0) for m in (0.5, 1.0)]
     + [Load("none", mem="l2"), Load("none", mem="hbm"), Load("tc", duty=0.6, mem="hbm", mem_duty=0.5)]
-    + [Load("tc", data="zero"), Load("tc", duty=0.6, data="zero"), Load("tc", sms=66), Load("tc", sms=99)])
+    + [Load("tc", data="zero"), Load("tc", duty=0.6, data="zero"), Load("tc", sms=66), Load("tc", sms=99)]
+    # the same duty in long periods (~36 and ~145 us busy-idle, a GEMM tile's mainloop and epilogue):
+    # does the limiter follow the average power or the busy phase's?
+    + [Load("tc", duty=d, period_cycles=p) for d in (0.45, 0.7) for p in (1 << 16, 1 << 18)])
 BURST_S = 0.0015
 
 
