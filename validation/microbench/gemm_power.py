@@ -162,10 +162,10 @@ def compare(res: dict, held_out: bool = False) -> list[dict]:
     """Per case and input: the model's power at the measured settled clock beside NVML's, and the clocks
     the model gives the settled run (power limit) and a short round (fast limit), each simulated. The
     held-out cases only with ``held_out``."""
-    from simulator.engine.power_clock import _held, activity_of
+    from simulator.engine.power_clock import activity_of
     from simulator.engine.run import simulate
     from simulator.machine.arch import ArchSpec
-    from simulator.machine.power import h200_power
+    from simulator.machine.power import Activity, h200_power
     model = h200_power()
     out = []
     for case in res["cases"]:
@@ -179,7 +179,9 @@ def compare(res: dict, held_out: bool = False) -> list[dict]:
                 continue
             sim = simulate(cfg, ArchSpec.h200().with_overrides({"clock_ghz": round(f, 4)}, origin="measured"))
             act = activity_of(sim)
-            at = _held(sim)
+
+            def at(g, act=act, f0=sim.arch.clock_ghz.value):   # the same cycles at any clock
+                return Activity(act.sms, act.tc_busy, act.l2_bytes_per_s * g / f0, act.dram_bytes_per_s * g / f0)
             nv = d["settled"]["nvml"]
             p_meas = nv.get("power_instant_w_median") or nv.get("power_w_median")
             p_model = model.power_w(f, act)
