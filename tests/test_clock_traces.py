@@ -53,3 +53,14 @@ def test_rows_of_another_split_are_refused(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="dev part only"):
         ct.run()
     assert ct.main([]) == 2
+
+
+def test_round_clock_figure_has_a_panel_per_problem_and_names_a_missing_one():
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = ct.plot_round_clocks(["wide|fp16|1408x4224x4096", "wide|fp16|2048x2048x256"], rounds=2)
+    panels = [ax for ax in fig.axes if ax.get_ylabel() == "in-kernel GHz"]
+    assert len(panels) == 2 and "1408x4224x4096" in panels[0].get_title()
+    assert all(len(ax.lines) == 2 for ax in panels)          # one line per round shown
+    with pytest.raises(ValueError, match="not in"):
+        ct.plot_round_clocks(["wide|fp16|1x1x1"])

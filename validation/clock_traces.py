@@ -152,6 +152,35 @@ def microbench_points(power: dict) -> list[dict]:
     return out
 
 
+# ============================================================================ the figure
+def plot_round_clocks(problems: list[str], rounds: int = 6, z=None):
+    """Each problem's in-kernel clock against the time since its round began, ``rounds`` rounds overlaid
+    (one line each), the launches coloured by their config's tile N: a figure with a panel per problem
+    (``problems`` as the launches file names them, e.g. ``"wide|fp16|1408x4224x4096"``)."""
+    import matplotlib.pyplot as plt
+    z = np.load(LAUNCHES, allow_pickle=False) if z is None else z
+    traces = problem_traces(z)
+    missing = [p for p in problems if p not in traces]
+    if missing:
+        raise ValueError(f"problems {missing}: not in {LAUNCHES.name} (e.g. {next(iter(traces))!r})")
+    tile_n = np.array([int(m.group(1)) if (m := re.match(r"\d+x(\d+)", str(k).rsplit("|", 1)[1])) else 0
+                       for k in z["keys"]])
+    fig, axes = plt.subplots(len(problems), 1, figsize=(9, 2.6 * len(problems)), squeeze=False, layout="constrained")
+    for ax, p in zip(axes[:, 0], problems, strict=True):
+        tr, s = traces[p], round_summary(traces[p])
+        for r in np.unique(tr["round"])[:rounds]:
+            m = tr["round"] == r
+            ax.plot(tr["pos_ms"][m], tr["clock"][m], lw=0.5, color="0.6")
+            sc = ax.scatter(tr["pos_ms"][m], tr["clock"][m], c=tile_n[tr["config"][m]], s=6, cmap="viridis",
+                            vmin=64, vmax=256)
+        ax.set_title(f"{p.split('|', 1)[1]}: round {s['round_ms']:.0f} ms; R2 config {s['r2_config']:.2f}, "
+                     f"position {s['r2_position']:.2f}", fontsize=9)
+        ax.set_ylabel("in-kernel GHz")
+    axes[-1, 0].set_xlabel("ms since the round began")
+    fig.colorbar(sc, ax=axes[:, 0].tolist(), label="tile N (cuBLAS: 0)")
+    return fig
+
+
 # ============================================================================ the report
 def run() -> dict:
     z = np.load(LAUNCHES, allow_pickle=False)
