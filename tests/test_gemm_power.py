@@ -12,7 +12,7 @@ from validation.microbench import gemm_power as gp
 def test_every_case_is_a_campaign_config_with_its_instrumentation():
     from validation.campaign import space_configs
     names = {c.name() for c in space_configs()}
-    for dtype, m, n, k, name, split in gp.CASES:
+    for dtype, m, n, k, name, split in gp.CASES + gp.TILE_CASES:
         assert name in names and gp.twin_config(name).name() == name
         assert split in ("dev", "held_out")
         cfg = gp.sim_config({"dtype": dtype, "m": m, "n": n, "k": k, "config": name})

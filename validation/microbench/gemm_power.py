@@ -43,6 +43,16 @@ CASES = (("fp16", 2048, 2048, 2048, "128x128x64_c2x1_rm_sw1_e32_trace-span", "de
          ("fp16", 5000, 3000, 4104, "128x192x64_c1x1_rn_sw4_e32_trace-span", "held_out"),
          ("fp16", 3000, 5000, 1000, "128x64x64_pp_c1x2_rm_sw4_e32_trace-span", "held_out"),
          ("bf16", 8192, 8192, 512, "128x128x64_c1x1_rn_sw1_e32_trace-span", "held_out"))
+#: One problem (4096^3 fp16), the campaign's tile shapes and clusters: the per-config part of the power,
+#: with the problem held fixed (every fourth case held out).
+_TILES = ("128x64x64_c1x1_rm_sw1", "128x64x64_c2x2_rm_sw1", "128x64x64_pp_c2x1_rm_sw4", "128x128x64_c1x1_rm_sw4",
+          "128x128x64_c2x2_rn_sw4", "128x128x64_pp_c1x1_rm_sw1", "128x128x64_pp_c1x2_rm_sw4", "128x192x64_c1x1_rm_sw1",
+          "128x192x64_c2x1_rn_sw1", "128x256x64_c1x1_rm_sw4", "128x256x64_c2x2_rm_sw4", "128x256x64_c1x2_rn_sw1")
+TILE_CASES = tuple(("fp16", 4096, 4096, 4096, f"{t}_e32_trace-span", "held_out" if i % 4 == 3 else "dev")
+                   for i, t in enumerate(_TILES))
+#: Case sets by name, and the results file each writes.
+CASE_SETS = {"mixed": CASES, "tiles": TILE_CASES}
+OUT_NAMES = {"mixed": OUT_NAME, "tiles": "h200_gemm_power_tiles"}
 SETTLED_S = 1.2
 ROUNDS = 8
 ROUND_IDLE_S = 0.02
@@ -113,7 +123,7 @@ def twin_config(name: str):
     return replace(cfg, instrument=_LEVELS[level])
 
 
-def run_gpu(out: Path, log=print) -> dict:
+def run_gpu(out: Path, log=print, case_set: str = "mixed") -> dict:
     import torch
 
     from hw_kernels.host import Runner, compile_sm90
@@ -121,7 +131,7 @@ def run_gpu(out: Path, log=print) -> dict:
     res: dict = {"cases": [], "settled_s": SETTLED_S, "rounds": ROUNDS, "round_idle_s": ROUND_IDLE_S,
                  "round_ms": ROUND_MS}
     with NvmlSampler(period_s=0.005) as s:
-        for dtype, m, n, k, name, split in CASES:
+        for dtype, m, n, k, name, split in CASE_SETS[case_set]:
             cfg = twin_config(name)
             t0 = time.time()
             compiled = compile_sm90(cfg.compile_key(), dtype)
@@ -140,7 +150,7 @@ def run_gpu(out: Path, log=print) -> dict:
                 del a, b, c, r
                 torch.cuda.empty_cache()
             res["cases"].append(case)
-            (out / f"{OUT_NAME}.json").write_text(json.dumps(res, indent=1))
+            (out / f"{OUT_NAMES[case_set]}.json").write_text(json.dumps(res, indent=1))
     return res
 
 
@@ -258,6 +268,9 @@ def main(argv=None) -> int:
     g.add_argument("--out", help="GPU: run every case and write h200_gemm_power.json/.md here")
     g.add_argument("--compare", metavar="FILE", help="CPU: a results file of --out; adds the model's columns to it")
     ap.add_argument("--held-out", action="store_true", help="with --compare: the held-out cases too (the final check)")
+    ap.add_argument("--set", default="mixed", choices=sorted(CASE_SETS),
+                    help="with --out: mixed (problems and configs; h200_gemm_power.json) or tiles (4096^3, the "
+                         "campaign's tiles and clusters; h200_gemm_power_tiles.json)")
     a = ap.parse_args(argv)
     if a.compare:
         path = Path(a.compare)
@@ -280,11 +293,12 @@ def main(argv=None) -> int:
     require_cuda_gpu("validation.microbench.gemm_power")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = "python -m validation.microbench.gemm_power --out OUT"
-    res = run_gpu(out, log=lambda s: print(s, flush=True))
+    cmd = "python -m validation.microbench.gemm_power --out OUT" + ("" if a.set == "mixed" else f" --set {a.set}")
+    res = run_gpu(out, log=lambda s: print(s, flush=True), case_set=a.set)
     res["meta"] = _meta(cmd)
-    (out / f"{OUT_NAME}.json").write_text(json.dumps(res, indent=1))
-    (out / f"{OUT_NAME}.md").write_text(markdown(res, None))
+    name = OUT_NAMES[a.set]
+    (out / f"{name}.json").write_text(json.dumps(res, indent=1))
+    (out / f"{name}.md").write_text(markdown(res, None))
     print(markdown(res, None))
     return 0
 
