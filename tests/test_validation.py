@@ -51,3 +51,18 @@ def test_tile_durations_within_stated_accuracy(cmp):
 def test_report_text(cmp):
     text = format_comparison(cmp)
     assert "sim/meas" in text and "tile order" in text and "effective SM clock" in text
+
+
+def test_trace_and_trace_config_name_the_same_kernels_and_bad_ones_fail_before_the_gpu_check(capsys):
+    from hw_kernels import records as R
+    from validation import collect
+    a = collect.traced_kernels(["128x256x64_c2x1_rh_sw4_e32@512x512x32768"], None, "4096x4096x2048", R.LEVEL_TILE)
+    b = collect.traced_kernels(None, "128x256x64_c2x1_rh_sw4_e32", "512x512x32768", R.LEVEL_TILE)
+    assert a == b and a[0][1] == (512, 512, 32768) and a[0][0].instrument == R.LEVEL_TILE
+    assert collect.traced_kernels(None, None, "4096x4096x2048", R.LEVEL_TILE) == []
+    for argv, named in ((["--trace", "128x256x64_c2x1_rh_sw4_e32@4096x4096"], "--trace"),
+                        (["--trace-config", "128x256x64_c2x1_rh_sw4_e32", "--shape", "4096x4096x"], "--trace-config"),
+                        (["--trace-config", "cublas"], "--trace-config 'cublas'")):
+        with pytest.raises(SystemExit) as e:
+            collect.main(argv)
+        assert named in str(e.value) and "MxNxK" in str(e.value)

@@ -544,6 +544,23 @@ def _is_shape(text: str) -> bool:
     return len(parts) == 3 and all(p.isdigit() and int(p) > 0 for p in parts)
 
 
+def traced_kernels(trace: list[str] | None, trace_config: str | None, shape: str, level: int) -> list:
+    """The (config at ``level``, (m, n, k)) pairs that ``--trace NAME@MxNxK ...`` or ``--trace-config NAME
+    --shape MxNxK`` ask for; a malformed one exits with one line naming it."""
+    items = [(f"--trace {t!r}", t) for t in trace or []]
+    if trace_config:
+        items.append((f"--trace-config {trace_config!r} --shape {shape!r}", f"{trace_config}@{shape}"))
+    out = []
+    for what, item in items:
+        name, _, mnk = item.partition("@")
+        named = KernelConfig.from_name(name)
+        if named is None or not _is_shape(mnk):
+            raise SystemExit(f"{what}: not a kernel name like 128x256x64_c2x1_rh_sw4_e32 with a problem MxNxK "
+                             "of three positive integers")
+        out.append((replace(named, instrument=level), tuple(int(x) for x in mnk.lower().split("x"))))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.collect", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -566,6 +583,7 @@ def main(argv=None) -> int:
                     "each given as its name and problem (e.g. 128x128x64_c1x1_rm_sw1_e32_ds8@512x512x32768), "
                     "at --level")
     a = ap.parse_args(argv)
+    traced = traced_kernels(a.trace, a.trace_config, a.shape, a.level)   # bad names fail here, before the GPU check
     if not a.publish:
         from validation.timing import require_cuda_gpu
         require_cuda_gpu("python -m validation.collect")
@@ -578,22 +596,9 @@ def main(argv=None) -> int:
     print("env:", json.dumps(s.res["env"]), flush=True)
     global NO_PINGPONG, ONLY_PINGPONG
     NO_PINGPONG, ONLY_PINGPONG = a.no_pingpong, a.only_pingpong
-    if a.trace:
-        for item in a.trace:
-            name, _, shape = item.partition("@")
-            named = KernelConfig.from_name(name)
-            if named is None or not _is_shape(shape):
-                raise SystemExit(f"--trace {item!r}: not NAME@MxNxK with NAME a kernel name like "
-                                 "128x256x64_c2x1_rh_sw4_e32 and MxNxK three positive integers")
-            phase_trace(s, replace(named, instrument=a.level), tuple(int(x) for x in shape.lower().split("x")))
-        return 0
-    if a.trace_config:
-        named = KernelConfig.from_name(a.trace_config)
-        if named is None:
-            raise SystemExit(f"--trace-config {a.trace_config!r}: not a kernel name like 128x256x64_c2x1_rh_sw4_e32")
-        cfg = replace(named, instrument=a.level)
-        m, n, k = (int(x) for x in a.shape.lower().split("x"))
-        phase_trace(s, cfg, (m, n, k))
+    if traced:
+        for cfg, shape in traced:
+            phase_trace(s, cfg, shape)
         return 0
     if a.phase == "smoke-pp":
         for cfg, shape in ((replace(PINGPONG, instrument=R.LEVEL_EPILOGUE), (1000, 1032, 520)),
