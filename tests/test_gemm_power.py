@@ -43,6 +43,14 @@ def test_compare_gives_the_models_power_at_the_measured_clock():
     assert "| fp16 2048x2048x2048 128x256x64_c2x1_rm_sw4_e32 | dev | randn |" in md
 
 
+def test_effective_clock_summarises_every_launch_read():
+    res = _result(clock=1.5)
+    res["cases"][0]["randn"]["rounds"]["clock_ghz"] = [1.7, 1.9, None]
+    assert gp.effective_clock(res) == {"median_ghz": 1.7, "min_ghz": 1.5, "max_ghz": 1.9, "launches": 3}
+    assert "median 1.7 GHz, 1.5-1.9" in gp.markdown(res, None)
+    assert gp.effective_clock({"cases": []}) == {"launches": 0}
+
+
 def test_held_out_cases_are_compared_only_when_asked():
     assert gp.compare(_result("held_out")) == []
     assert len(gp.compare(_result("held_out"), held_out=True)) == 1

@@ -207,13 +207,28 @@ def compare(res: dict, held_out: bool = False) -> list[dict]:
     return out
 
 
+def effective_clock(res: dict) -> dict:
+    """The in-kernel SM clocks this file measured (each settled run's last launch and every round's):
+    median, range and count, in GHz."""
+    clocks = [c for case in res["cases"] for kind in INPUTS if case.get(kind)
+              for c in [case[kind]["settled"]["last_launch"].get("clock_ghz"), *case[kind]["rounds"]["clock_ghz"]]
+              if c]
+    if not clocks:
+        return {"launches": 0}
+    return {"median_ghz": round(statistics.median(clocks), 4), "min_ghz": round(min(clocks), 4),
+            "max_ghz": round(max(clocks), 4), "launches": len(clocks)}
+
+
 def markdown(res: dict, cmp: list[dict] | None) -> str:
     m = res.get("meta", {})
+    eff = effective_clock(res)
     L = ["# The twin GEMM's own power and clock (issue 16)", "",
          f"`{m.get('command')}`, {m.get('date_utc')}; {m.get('device')}, driver {m.get('driver')}, CuTe DSL "
          f"{m.get('dsl')}; settled: {res['settled_s']:g} s back to back (NVML over the second half, in-kernel clock "
          f"of the last launch); rounds: {res['rounds']} x ({res['round_idle_s'] * 1e3:g} ms host idle, 3 ms sleep, "
-         f"~{res['round_ms']:g} ms of launches; the last launch's clock). Written by the command.", "",
+         f"~{res['round_ms']:g} ms of launches; the last launch's clock). Effective SM clock (in-kernel, over the "
+         f"{eff['launches']} launches read): median {eff.get('median_ghz')} GHz, {eff.get('min_ghz')}-{eff.get('max_ghz')}. "
+         "Written by the command.", "",
          "| case | split | inputs | settled: power W | NVML MHz | in-kernel GHz | us/launch | rounds: in-kernel GHz |",
          "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for c in res["cases"]:
@@ -284,6 +299,7 @@ def main(argv=None) -> int:
         if cmp:
             cmp[0]["command"] = cmd
         res["model"] = cmp
+        res["effective_sm_clock"] = effective_clock(res)
         path.write_text(json.dumps(res, indent=1))
         md = markdown(res, cmp)
         path.with_suffix(".md").write_text(md)
@@ -295,7 +311,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cmd = "python -m validation.microbench.gemm_power --out OUT" + ("" if a.set == "mixed" else f" --set {a.set}")
     res = run_gpu(out, log=lambda s: print(s, flush=True), case_set=a.set)
-    res["meta"] = _meta(cmd)
+    res["meta"] = {**_meta(cmd), "effective_sm_clock": effective_clock(res)}
     name = OUT_NAMES[a.set]
     (out / f"{name}.json").write_text(json.dumps(res, indent=1))
     (out / f"{name}.md").write_text(markdown(res, None))
