@@ -79,10 +79,21 @@ SPLITS = ("dev", "held_out")
 _LEVELS = {"": 0, "tile": 1, "kblock": 2, "kblock-epi": 3, "span": 4}
 
 
+def twin_config(name: str):
+    """The twin's ``hw_kernels.host.KernelConfig`` that a campaign row's config name stands for, at the
+    instrumentation level its ``_trace-`` suffix names; None for cuBLAS or any other name."""
+    from dataclasses import replace
+
+    from hw_kernels.host import KernelConfig
+    base, _, level = name.partition("_trace-")
+    cfg = KernelConfig.from_name(base)
+    if cfg is None or level not in _LEVELS:
+        return None
+    return replace(cfg, instrument=_LEVELS[level])
+
+
 def rows_from_published(pub: dict) -> list[dict]:
     """Rows (dicts, the keys above) of a published campaign dict (its ``columns`` + ``rows`` table)."""
-    from hw_kernels.host import KernelConfig
-
     cols = pub["columns"]
     env = pub.get("env", {})
     rep = pub.get("repeat")
@@ -92,13 +103,11 @@ def rows_from_published(pub: dict) -> list[dict]:
         if rep:
             r.update({f"{c}_repeat": v for c, v in zip(rep["columns"], rep["rows"][i], strict=True)})
         r["kernel"] = r.get("kernel") or ("cublas" if r["config"] == "cublas" else "wsim_sm90_twin")
-        base, _, level = r["config"].partition("_trace-")
-        cfg = None if r["config"] == "cublas" else KernelConfig.from_name(base)
+        cfg = twin_config(r["config"])
         fields = None
-        if cfg is not None and level in _LEVELS:
+        if cfg is not None:
             fields = cfg.asdict()
             fields.pop("instrument_roles", None)
-            fields["instrument"] = _LEVELS[level]
         r["fields"] = fields
         r["env"] = env
         out.append(r)

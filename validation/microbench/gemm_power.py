@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from .power_analysis import power_of
+
 OUT_NAME = "h200_gemm_power"
 #: (dtype, m, n, k, config, split): problems and configs of the committed campaign, kernels of >= 25 us
 #: (the host's launch path, ~10 us a call, keeps the GPU fed). The held-out cases are for the final
@@ -92,7 +94,7 @@ def _settled(runner, sampler) -> dict:
             "nvml": nv, "last_launch": _clock(runner)}
 
 
-def _rounds(runner, us_per_launch: float, sampler) -> dict:
+def _rounds(runner, us_per_launch: float) -> dict:
     import torch
 
     from validation.timing import sleep_cycles
@@ -112,15 +114,11 @@ def _rounds(runner, us_per_launch: float, sampler) -> dict:
 
 def twin_config(name: str):
     """The campaign's twin config of that name (with its instrumentation level)."""
-    from dataclasses import replace
-
-    from hw_kernels.host import KernelConfig
-    from validation.measurements import _LEVELS
-    base, _, level = name.partition("_trace-")
-    cfg = KernelConfig.from_name(base)
-    if cfg is None or level not in _LEVELS:
+    from validation.measurements import twin_config as named
+    cfg = named(name)
+    if cfg is None:
         raise ValueError(f"config {name!r}: not a campaign config name")
-    return replace(cfg, instrument=_LEVELS[level])
+    return cfg
 
 
 def run_gpu(out: Path, log=print, case_set: str = "mixed") -> dict:
@@ -143,7 +141,7 @@ def run_gpu(out: Path, log=print, case_set: str = "mixed") -> dict:
                 r = Runner(compiled, config=cfg).prepare(a, b, c, slots=1)
                 r.launch()
                 settled = _settled(r, s)
-                case[kind] = {"settled": settled, "rounds": _rounds(r, settled["us_per_launch"], s)}
+                case[kind] = {"settled": settled, "rounds": _rounds(r, settled["us_per_launch"])}
                 log(f"[gemm_power] {m}x{n}x{k} {name} {kind}: settled {settled['nvml'].get('power_w_median')} W, "
                     f"NVML {settled['nvml'].get('sm_mhz_median')} MHz, in-kernel "
                     f"{settled['last_launch'].get('clock_ghz')}; rounds {case[kind]['rounds']['median_clock_ghz']}")
@@ -157,13 +155,9 @@ def run_gpu(out: Path, log=print, case_set: str = "mixed") -> dict:
 # ============================================================================== CPU side
 def sim_config(case: dict):
     """The simulator's config of a case (the campaign's mapping of a twin config)."""
-    from hw_kernels.host import KernelConfig
     from validation.compare import sim_config_from_measured
-    from validation.measurements import _LEVELS
-    base, _, level = case["config"].partition("_trace-")
-    fields = KernelConfig.from_name(base).asdict()
+    fields = twin_config(case["config"]).asdict()
     fields.pop("instrument_roles", None)
-    fields["instrument"] = _LEVELS[level]
     return sim_config_from_measured({"config": fields, "dtype": case["dtype"],
                                      "problem": {"m": case["m"], "n": case["n"], "k": case["k"], "l": 1}})
 
@@ -193,7 +187,7 @@ def compare(res: dict, held_out: bool = False) -> list[dict]:
             def at(g, act=act, f0=sim.arch.clock_ghz.value):   # the same cycles at any clock
                 return Activity(act.sms, act.tc_busy, act.l2_bytes_per_s * g / f0, act.dram_bytes_per_s * g / f0)
             nv = d["settled"]["nvml"]
-            p_meas = nv.get("power_instant_w_median") or nv.get("power_w_median")
+            p_meas = power_of(nv)
             p_model = model.power_w(f, act)
             base = model.base_w.value
             out.append({"case": f"{case['dtype']} {case['m']}x{case['n']}x{case['k']} {case['config'].split('_trace-')[0]}",
@@ -238,7 +232,7 @@ def markdown(res: dict, cmp: list[dict] | None) -> str:
                 continue
             s, nv = d["settled"], d["settled"]["nvml"]
             L.append(f"| {c['dtype']} {c['m']}x{c['n']}x{c['k']} {c['config'].split('_trace-')[0]} | {c.get('split', 'dev')} | {kind} | "
-                     f"{_f(nv.get('power_instant_w_median') or nv.get('power_w_median'), 0)} | {_f(nv.get('sm_mhz_median'), 0)} | "
+                     f"{_f(power_of(nv), 0)} | {_f(nv.get('sm_mhz_median'), 0)} | "
                      f"{_f(s['last_launch'].get('clock_ghz'), 3)} | {s['us_per_launch']:.1f} | "
                      f"{_f(d['rounds']['median_clock_ghz'], 3)} |")
     if cmp:
