@@ -7,9 +7,9 @@ NAME@MxNxK ...``) holds one launch's C_FIXUP records: per split tile and consume
 fixup's start, the end of its flag wait and its end. The work of one record (end minus wait end)
 moved the warpgroup's partial accumulators (64 x tile_n float32): stored (first split), read and
 written back (middle splits), or read (final split). Both warpgroups of a CTA do theirs at once,
-so per SM a store or a load moves two slices and a reduce four. The workspace rate of the twin's
-plain, one-word-per-thread ld/st.global (:data:`simulator.kernels.sm90_tma_ws.SM90_WORKSPACE_BYTES_PER_CLK`)
-is derived from these records: per SM bytes over (work cycles minus the fixed part the model adds:
+so per SM a store or a load moves two slices and a reduce four. The workspace rates of the twin's
+plain, one-word-per-thread ld/st.global (:data:`simulator.kernels.sm90_tma_ws.SM90_WORKSPACE_STORE` and
+``SM90_WORKSPACE_LOAD``) are derived from these records: per SM bytes over (work cycles minus the fixed part the model adds:
 one named-barrier sync and one L2 round trip). Each launch is also simulated at its in-kernel clock
 with the shipped model, and the two are printed side by side.
 """
