@@ -99,6 +99,8 @@ def test_dry_run_builds_and_prints_the_plan(capsys):
 def test_unknown_section_is_one_line_error(capsys):
     assert power.main(["--sections", "kernels,lasers"]) == 2
     assert "lasers" in capsys.readouterr().err
+    assert power.main(["--plan", "bursts", "--sections", "matmul"]) == 2
+    assert "kernels section only" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------ analysis

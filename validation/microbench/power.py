@@ -584,7 +584,12 @@ def main(argv: list[str] | None = None) -> int:
         return section_kernels(Path(a.part), a.quick, a.deadline, a.plan)
     if a.section:
         return section_matmul(Path(a.part), a.quick, a.deadline)
-    secs = [x for x in a.sections.split(",") if x] if a.plan == "full" else ["kernels"]
+    secs = [x for x in a.sections.split(",") if x]
+    if a.plan != "full":
+        if a.sections not in (",".join(SECTIONS), "kernels"):
+            print(f"--sections {a.sections}: --plan {a.plan} runs the kernels section only", file=sys.stderr)
+            return 2
+        secs = ["kernels"]
     bad = [x for x in secs if x not in SECTIONS]
     if bad:
         print(f"--sections: unknown {bad}; valid: {', '.join(SECTIONS)}", file=sys.stderr)
