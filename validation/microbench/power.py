@@ -608,8 +608,9 @@ def main(argv: list[str] | None = None) -> int:
             for ld in loads:
                 kernel_ints(ld)
             print(f"[power] {e['name']}: {e['kind']}" + (f" ({loads[0].label}, {loads[0].seconds:g} s)" if loads else ""))
-        print(f"[power] {len(ex)} kernel experiments, ~{plan_seconds(ex):.0f} GPU s; {len(matmul_plan(a.quick))} "
-              f"matmul runs, ~{sum(r['seconds'] + 0.6 for r in matmul_plan(a.quick)):.0f} s; built in "
+        mm = matmul_plan(a.quick) if "matmul" in secs else []
+        print(f"[power] {len(ex)} kernel experiments, ~{plan_seconds(ex):.0f} GPU s; {len(mm)} "
+              f"matmul runs, ~{sum(r['seconds'] + 0.6 for r in mm):.0f} s; built in "
               f"{time.time() - t_start:.1f} s")
         return 0
     out = Path(a.out)
