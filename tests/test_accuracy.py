@@ -499,8 +499,8 @@ def _plan_rows(n_heavy: int, light: bool = True):
 
 
 def test_the_predicted_clock_follows_the_stream_a_kernel_runs_in():
-    """A light kernel alone runs at the tensor clock cap; among heavy neighbours the controller holds it
-    lower. A heavy kernel alone is power-limited; light neighbours let it run faster; an all-heavy
+    """A light kernel alone runs near the tensor clock cap (the fast limit slows only its busy 5%); among
+    heavy neighbours the controller holds it lower. A heavy kernel alone is power-limited; light neighbours let it run faster; an all-heavy
     stream is the slowest."""
     from simulator.machine.power import h200_power
     from validation.accuracy.clock import campaign_clocks
@@ -509,7 +509,7 @@ def test_the_predicted_clock_follows_the_stream_a_kernel_runs_in():
     stream, alone = campaign_clocks(rows, outs, plan)
     cap = h200_power().tensor_clock_cap_ghz.value
     assert np.all(stream <= cap + 1e-9) and np.all(alone <= cap + 1e-9)
-    assert alone[-1] == pytest.approx(cap) and stream[-1] < alone[-1]
+    assert cap - 0.01 < alone[-1] < cap and stream[-1] < alone[-1] - 0.05
     assert alone[0] < cap and np.all(stream[:6] >= alone[:6])
     rows2, outs2 = _plan_rows(6, light=False)
     plan2 = {"space": [r.key.split(" ", 3)[3] for r in rows2]}

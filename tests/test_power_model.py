@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,44 @@ def test_settled_clock_is_the_highest_within_the_limit():
     assert powers == sorted(powers)
     # a clock-independent load alone over the limit: the lowest clock, not a wrong answer above it
     assert m.settled_clock(Activity(132, 0.0, 20e12, 0.0)) == pytest.approx(0.05)
+
+
+def test_fast_limit_mixes_the_busy_clock_with_the_cap():
+    m = h200_power()
+    cap = m.tensor_clock_cap_ghz.value
+    full = Activity(132, 1.0, 0.0, 0.0)
+    g = m.busy_clock(full)                     # fully busy tensor cores meet the fast limit exactly
+    assert g < cap and m.power_w(g, full) == pytest.approx(m.fast_limit_w.value, rel=1e-9)
+    assert m.fast_clock(full) == pytest.approx(g)
+    half = Activity(132, 0.5, 0.0, 0.0)
+    assert m.busy_clock(half) == pytest.approx(g) and m.fast_clock(half) == pytest.approx(0.5 * (g + cap))
+    assert m.fast_clock(Activity(132, 0.0, 0.0, 0.0)) == cap
+    assert m.busy_clock(Activity(33, 1.0, 0.0, 0.0)) == cap              # a quarter of the SMs: under the limit
+    # memory traffic counts at fast_limit_mem_weight: the busy clock falls
+    mem = Activity(132, 1.0, 9e12, 0.0)
+    assert m.busy_clock(mem) < g
+    room = m.fast_limit_w.value - m.fast_limit_mem_weight.value * m.breakdown(g, mem)["l2"]
+    assert m.power_w(m.busy_clock(mem), replace(mem, l2_bytes_per_s=0.0)) == pytest.approx(room, rel=1e-9)
+    # the settled kernel takes the lower limit and says which
+    f, bound = m.steady_clock(full)
+    assert f == pytest.approx(min(m.settled_clock(full), m.transient_clock(full))) and bound == "power limit"
+    assert m.steady_clock(Activity(33, 0.5, 0.0, 0.0)) == (cap, "clock cap")
+    f, bound = m.steady_clock(Activity(132, 0.6, 0.0, 0.0))
+    assert bound == "fast limit" and f == pytest.approx(m.fast_clock(Activity(132, 0.6, 0.0, 0.0)), abs=2e-5)
+
+
+def test_fast_clock_reproduces_the_bursts_it_was_not_derived_from():
+    """The bursts plan's short rounds of tensor load (the memory weight used two of them only)."""
+    q = json.loads((RESULTS / "h200_power_bursts.json").read_text())["quantities"]
+    m = h200_power().with_values(gemm_tc_scale=1.0, gemm_l2_scale=1.0, gemm_dram_scale=1.0)
+    errs = []
+    for duty in ("0.3", "0.45", "0.6", "0.7", "0.8", "0.9", "1"):
+        name = f"bursts.tc@{duty} 132sm"
+        a = Activity(132, q[f"{name}.load_tc_busy_fraction"]["value"], 0.0, 0.0)
+        errs.append(m.transient_clock(a) / (q[f"{name}.load_clock_mhz"]["value"] / 1000) - 1)
+    assert max(abs(e) for e in errs) < 0.06 and abs(float(np.median(errs))) < 0.03, errs
+    # the old rule (average power within the fast limit) runs every partial load at the cap
+    assert sum(abs(e) < 0.004 for e in errs) <= 2
 
 
 def test_stream_clocks_follow_the_neighbours():
@@ -143,6 +182,23 @@ def test_clocks_from_terms_takes_the_highest_feasible():
     assert pf.clocks_from_terms(terms, np.array([1.2]), 1.0, 1.0, 700.0)[0] == pytest.approx(1.2)
 
 
+def test_fast_clocks_grid_matches_the_model():
+    from validation import power_fit as pf
+    m = h200_power()
+    sims = {1.0: {"cycles": 2e6, "tc_busy": 0.7, "sms": 132, "l2_bytes": 6e9, "hbm_bytes": 1e9},
+            2.0: {"cycles": 2.2e6, "tc_busy": 0.65, "sms": 132, "l2_bytes": 6e9, "hbm_bytes": 1e9}}
+    arrs = [pf.row_arrays(sims, m, 4256e-6, 1.48), pf.row_arrays({1.0: sims[1.0], 2.0: sims[1.0]}, m, 0.0)]
+    got = pf.fast_clocks(arrs, m, 1.0, 1.0, 1.0)
+
+    def activity(a, f):
+        i = int(np.argmin(abs(pf.GRID - f)))
+        return Activity(132, float(a["busy"][i]), float(a["l2_running"][i]) / m.l2_j_per_byte.value,
+                        float(a["dram_running"][i]) / m.dram_j_per_byte.value)
+    ref = [m.with_values(gemm_dram_scale=1.0).transient_clock(lambda f, a=a: activity(a, f)) for a in arrs]
+    assert got == pytest.approx(ref, abs=0.003)
+    assert got[0] < m.tensor_clock_cap_ghz.value
+
+
 # ------------------------------------------------------------------------------ clock <-> simulation
 def test_simulate_at_predicted_clock_converges():
     from functools import partial
@@ -163,7 +219,8 @@ def test_simulate_at_predicted_clock_converges():
     small = simulate_at_predicted_clock(Sm90GemmConfig(m=512, n=512, k=512))
     assert small.limited_by == "clock cap" and small.clock_ghz == pytest.approx(m.tensor_clock_cap_ghz.value, abs=1e-4)
     t = simulate_at_predicted_clock(Sm90GemmConfig(m=4096, n=4096, k=1024), transient=True)
-    assert t.clock_ghz > p.clock_ghz and t.power_w <= m.fast_limit_w.value * 1.01
+    assert t.clock_ghz > p.clock_ghz and t.limited_by == "fast limit"
+    assert t.clock_ghz == pytest.approx(m.fast_clock(activity_of(t.result)), rel=0.004)   # at its fixed point
     with pytest.raises(ConfigError, match="clock="):
         simulate_at_predicted_clock(Sm90GemmConfig(m=512, n=512, k=512), clock=1.5)
     assert math.isfinite(p.result.time_ns)

@@ -1,5 +1,6 @@
 """The measured constants of simulator/machine/power.py, derived from the committed clock-control results
-(validation/results/h200_power.json, h200_power_dram.json) by the rule each constant's source states.
+(validation/results/h200_power.json, h200_power_dram.json, h200_power_bursts.json) by the rule each
+constant's source states.
 
     python -m validation.power_constants      # prints each constant beside the value the model holds
 
@@ -22,15 +23,19 @@ UNCAPPED_TENSOR = tuple(f"settle.tc@{d} 132sm" for d in DUTIES) + ("settle.tc@1 
                                                                   "settle.tc@0.5 66sm")
 L2_RUNS = ("settle.none+l2@1 132sm", "settle.none+l2@1 66sm", "settle.none+l2@1 33sm", "settle.none+l2@0.5 132sm")
 DRAM_RUN = "settle.none+hbm@0.5 132sm"
+#: Short rounds of full tensor load with L2 traffic (the fast limit's memory weight).
+BURSTS_L2 = ("bursts.tc@1+l2@0.5 132sm", "bursts.tc@1+l2@1 132sm")
 
 
 def _sms(name: str) -> int:
     return 132 if name == "step.tc" else int(name.rsplit(" ", 1)[1].replace("sm", ""))
 
 
-def derive(doc: dict | None = None) -> dict[str, float]:
-    """Every measured constant of the H200 power model from ``doc`` (h200_power.json)."""
+def derive(doc: dict | None = None, bursts: dict | None = None) -> dict[str, float]:
+    """Every measured constant of the H200 power model from ``doc`` (h200_power.json) and ``bursts``
+    (h200_power_bursts.json)."""
     doc = doc or json.loads((RESULTS / "h200_power.json").read_text())
+    bursts = bursts or json.loads((RESULTS / "h200_power_bursts.json").read_text())
     q = doc["quantities"]
 
     def v(k):
@@ -55,11 +60,26 @@ def derive(doc: dict | None = None) -> dict[str, float]:
     cap = statistics.median(v(f"{n}.clock_mhz") for n in UNCAPPED_TENSOR) / 1000
     start = v("step.tc.fall.start_mhz") / 1000
     fast = base + 132 * v("step.tc.tc_busy_fraction") * tc_w * (start / ref) ** alpha
+    weight = _fast_limit_mem_weight(bursts["quantities"], base, tc_w, ref, alpha, l2_slope, fast, cap)
     return {"limit_w": v("power.enforced_limit_w"), "base_w": float(base), "tc_w_per_sm": float(tc_w),
             "ref_clock_ghz": ref, "clock_exponent": alpha, "l2_j_per_byte": float(l2_slope),
             "dram_j_per_byte": float(dram), "tensor_clock_cap_ghz": cap,
             "max_clock_ghz": v("clock.nvml_max_sm_mhz") / 1000, "fast_limit_w": float(fast),
-            "controller_delay_ms": v("step.tc.fall.t50_ms")}
+            "controller_delay_ms": v("step.tc.fall.t50_ms"), "fast_limit_mem_weight": weight}
+
+
+def _fast_limit_mem_weight(q, base, tc_w, ref, alpha, l2_j, fast, cap) -> float:
+    """Least squares through zero of (fast limit - base - full tensor power at the busy clock) against
+    L2 power over :data:`BURSTS_L2`; the busy clock is the one whose mix with the cap by the busy
+    fraction is the measured in-kernel clock (PowerModel.fast_clock)."""
+    xs, ys = [], []
+    for n in BURSTS_L2:
+        f, b = q[f"{n}.load_clock_mhz"]["value"] / 1000, q[f"{n}.load_tc_busy_fraction"]["value"]
+        busy = (f - (1 - b) * cap) / b
+        ys.append(fast - base - 132 * tc_w * (busy / ref) ** alpha)
+        xs.append(l2_j * q[f"{n}.load_mem_gb_per_s"]["value"] * 1e9)
+    x, y = np.array(xs), np.array(ys)
+    return float((x * y).sum() / (x * x).sum())
 
 
 def dram_fraction(doc: dict | None = None) -> float:

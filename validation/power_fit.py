@@ -9,7 +9,8 @@ measured it in: each problem's configs ran in rounds, back to back in the campai
 (rotated each round) with cuBLAS last (here: the problem's fastest simulated config stands in for it),
 after a ~3 ms sleep kernel, each launch followed by the launch gap (ArchSpec.h200 launch_overhead_ns)
 at idle power. The controller follows the power averaged over the last ``window_ms``
-(:func:`stream_clocks_grid`, the vectorised form of ``PowerModel.stream_clocks``).
+(:func:`stream_clocks_grid`, the vectorised form of ``PowerModel.stream_clocks``), and the fast limit holds
+each kernel at or below its own fast clock (:func:`fast_clocks`, ``PowerModel.transient_clock``).
 
 Fitted ([fitted], printed with their rows; ``--fit`` picks which): ``gemm_tc_scale``, ``gemm_l2_scale``
 and ``gemm_dram_scale`` (the twin's power per tensor-busy SM, per simulated L2 byte and per simulated DRAM
@@ -55,7 +56,11 @@ DEVELOPMENT_ROWS = (
     "row (their spread, their correlation with time and with list neighbours), not the model's predictions of them. "
     "After the first run on all rows (leave-one-problem-out median 4.9%, p90 12.3%; 6144x12288x3000 21% off), the "
     "L2 term was charged at the row pitch's L2 occupancy per byte (x1.48 for K = 1000, 3000, 4104) and the grids "
-    "widened: the numbers above are from that second form, chosen after seeing all rows")
+    "widened: the numbers above are from that second form, chosen after seeing all rows. The fast limit's form (the "
+    "busy clock mixed with the cap by the busy fraction, memory counted at fast_limit_mem_weight) came from the "
+    "bursts microbenchmark (h200_power_bursts.json) and the clock traces' dev part; a first version of it, with the "
+    "memory weight set by hand to 0.5, was run on all rows (median 3.81%, p90 8.87%) before the weight was derived "
+    "from the bursts rows")
 #: Candidate values of the fitted constants.
 SCALE_GRID = (1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8)
 L2_SCALE_GRID = (0.25, 0.5, 0.75, 1.0)
@@ -81,11 +86,15 @@ def row_arrays(sims: dict, model: PowerModel, launch_gap_ms: float, l2_cost: flo
     total_ms = kern_s * 1e3 + launch_gap_ms
     frac = kern_s * 1e3 / total_ms                                   # share of the time the kernel runs
     scale = (GRID / model.ref_clock_ghz.value) ** model.clock_exponent.value
+    l2_w, dram_w = model.l2_j_per_byte.value * l2 / kern_s, model.dram_j_per_byte.value * dram / kern_s
     return {"ms": total_ms, "kernel_ms": kern_s * 1e3, "cap": model.tensor_clock_cap_ghz.value,
             "tensor": frac * a["sms"] * tc * model.tc_w_per_sm.value * scale,
-            "l2": frac * model.l2_j_per_byte.value * l2 / kern_s,
-            "dram": frac * model.dram_j_per_byte.value * dram / kern_s,
-            "other": frac * model.base_w.value + (1 - frac) * SLEEP_W}
+            "l2": frac * l2_w, "dram": frac * dram_w,
+            "other": frac * model.base_w.value + (1 - frac) * SLEEP_W,
+            # while the kernel runs (the fast limit's inputs): busy fraction, memory power, tensor power
+            # of its SMs fully busy at ref_clock_ghz
+            "busy": tc, "l2_running": l2_w, "dram_running": dram_w,
+            "full_tensor_ref": a["sms"] * model.tc_w_per_sm.value}
 
 
 TERMS = ("other", "tensor", "l2", "dram")
@@ -118,17 +127,35 @@ def stream_terms(arrs: list[dict], window_ms: float | None, idle_ms: float = SLE
     return out
 
 
-def clocks_from_terms(terms: dict, caps: np.ndarray, tc_scale: float, l2_scale: float, limit: float,
-                      own: dict | None = None, fast_limit: float | None = None, dram_scale: float = 1.0) -> np.ndarray:
-    """Per kernel: the highest grid clock within its cap at which ``other + tc_scale x tensor + l2_scale
-    x l2 + dram_scale x dram`` <= limit (and, with ``own`` = its own terms, its own power <= ``fast_limit``)."""
-    def power(t):
-        return t["other"] + tc_scale * t["tensor"] + l2_scale * t["l2"] + dram_scale * t["dram"]
-    ok = (power(terms) <= limit) & (GRID[None, :] <= caps[:, None] + 1e-9)
-    if own is not None and fast_limit is not None:
-        ok &= power(own) <= fast_limit
+def _highest(ok: np.ndarray) -> np.ndarray:
+    """Per row of ``ok`` (n, G): the highest grid clock where it holds (the lowest where none does)."""
     idx = np.where(ok.any(axis=1), GRID.size - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
     return GRID[idx]
+
+
+def clocks_from_terms(terms: dict, caps: np.ndarray, tc_scale: float, l2_scale: float, limit: float,
+                      fast: np.ndarray | None = None, dram_scale: float = 1.0) -> np.ndarray:
+    """Per kernel: the highest grid clock within its cap at which ``other + tc_scale x tensor + l2_scale
+    x l2 + dram_scale x dram`` <= limit, and at most ``fast`` (its :func:`fast_clocks`)."""
+    power = terms["other"] + tc_scale * terms["tensor"] + l2_scale * terms["l2"] + dram_scale * terms["dram"]
+    out = _highest((power <= limit) & (GRID[None, :] <= caps[:, None] + 1e-9))
+    return out if fast is None else np.minimum(out, fast)
+
+
+def fast_clocks(arrs: list[dict], model: PowerModel, tc_scale: float, l2_scale: float,
+                dram_scale: float) -> np.ndarray:
+    """Per kernel, PowerModel.transient_clock on the grid: the highest grid clock f within its cap at
+    which f <= its fast clock (busy clock mixed with the cap by the busy fraction), every term at f."""
+    t = {k: np.array([a[k] for a in arrs]) for k in ("busy", "l2_running", "dram_running")}
+    full = np.array([a["full_tensor_ref"] for a in arrs])[:, None] * tc_scale
+    caps = np.array([a["cap"] for a in arrs])[:, None]
+    room = model.fast_limit_w.value - model.base_w.value - model.fast_limit_mem_weight.value * (
+        l2_scale * t["l2_running"] + dram_scale * t["dram_running"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        busy_clock = model.ref_clock_ghz.value * np.clip(room / full, 0, None) ** (1 / model.clock_exponent.value)
+    busy_clock = np.where(full > 0, np.clip(busy_clock, 0.05, caps), caps)
+    fast = t["busy"] * busy_clock + (1 - t["busy"]) * caps
+    return _highest((GRID[None, :] <= fast + 1e-12) & (GRID[None, :] <= caps + 1e-9))
 
 
 def stream_clocks_grid(arrs: list[dict], tc_scale: float, l2_scale: float, window_ms: float | None,
@@ -198,9 +225,12 @@ def predict(groups: dict, model: PowerModel, prm: Params, cache: dict) -> dict:
                 full = stream_terms(arrs + [best], prm.window_ms, prm.idle_ms)   # cuBLAS last: the fastest stands in
                 terms = {k: v[:-1] for k, v in full.items()}
             cache[ck] = (terms, np.array([a["cap"] for a in arrs]), own)
-        terms, caps, own = cache[ck]
+        terms, caps, _own = cache[ck]
+        fk = (key, "fast", prm.tc_scale, prm.l2_scale, prm.dram_scale)
+        if fk not in cache:
+            cache[fk] = fast_clocks(cache[key], model, prm.tc_scale, prm.l2_scale, prm.dram_scale)
         out[key] = [float(x) for x in clocks_from_terms(terms, caps, prm.tc_scale, prm.l2_scale, model.limit_w.value,
-                                                         own, model.fast_limit_w.value, prm.dram_scale)]
+                                                         cache[fk], prm.dram_scale)]
     return out
 
 
@@ -246,6 +276,28 @@ def fit(groups, model, keys, cache, free=FITTABLE) -> Params:
     return best[1]
 
 
+#: What the fold workers share (set before the pool forks).
+_FOLD_STATE: dict = {}
+
+
+def _fit_one(train_keys) -> Params:
+    st = _FOLD_STATE
+    return fit(st["groups"], st["model"], train_keys, st.setdefault("cache", {}), st["free"])
+
+
+def _fit_folds(groups, model, folds, free, jobs: int) -> list[Params]:
+    """:func:`fit` on each fold's training keys, in ``jobs`` forked processes (0: all cores; 1: here)."""
+    import multiprocessing as mp
+    import os
+    _FOLD_STATE.clear()
+    _FOLD_STATE.update(groups=groups, model=model, free=free)
+    procs = min(len(folds), jobs or os.cpu_count() or 1)
+    if procs <= 1 or "fork" not in mp.get_all_start_methods():
+        return [_fit_one(f) for f in folds]
+    with mp.get_context("fork").Pool(procs) as pool:
+        return pool.map(_fit_one, folds, chunksize=1)
+
+
 def baseline_fixed(groups, keys_train, keys_test) -> tuple[float, list[float]]:
     """One clock for every row: the grid clock minimising the training rows' mean |error|."""
     meas = [r.arch.clock_ghz.value for k in keys_train for r in groups[k]["rows"]]
@@ -276,13 +328,13 @@ def run(phases=("space",), free=FITTABLE, log=print, jobs: int = 0) -> dict:
     asis = errors(sub, predict(sub, model, measured, cache))
     alone = errors(sub, predict(sub, model, replace(measured, window_ms=None), cache))
     lopo, fits = {}, {}
-    for k in keys:
-        prm = fit(groups, model, [x for x in keys if x != k], cache, free)
+    folds = [[x for x in keys if x != k] for k in keys] + [list(keys)]
+    *fold_fits, prm_all = _fit_folds(groups, model, folds, free, jobs)
+    for k, prm in zip(keys, fold_fits, strict=True):
         fits[k] = prm
         lopo[k] = errors({k: groups[k]}, predict({k: groups[k]}, model, prm, cache))[k]
         log(f"[power_fit] held out {k[0]} {k[1]}: fitted on the rest {prm}; median error "
             f"{statistics.median([e for _, _, e in lopo[k]]):.2%}")
-    prm_all = fit(groups, model, keys, cache, free)
     insample = errors(sub, predict(sub, model, prm_all, cache))
     fixed_all, fixed_e = baseline_fixed(groups, keys, keys)
     fixed_lopo = []
@@ -358,7 +410,8 @@ def main(argv=None) -> int:
     ap.add_argument("--phases", default="space")
     ap.add_argument("--fit", default=",".join(FITTABLE), help=f"constants to fit, of {','.join(FITTABLE)}")
     ap.add_argument("--out", help="write h200_clock_fit.json/.md here")
-    ap.add_argument("--jobs", type=int, default=0, help="processes for the simulations (default 0: all cores)")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="processes for the simulations and the fits (default 0: all cores)")
     a = ap.parse_args(argv)
     phases = tuple(x for x in a.phases.split(",") if x)
     free = tuple(x for x in a.fit.split(",") if x)

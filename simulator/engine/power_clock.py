@@ -33,7 +33,7 @@ class PredictedClock:
     clock_ghz: float
     power_w: float
     breakdown: dict[str, float]
-    limited_by: str                   # "clock cap", "power limit" or "fast limit" (transient)
+    limited_by: str                   # "clock cap", "power limit" or "fast limit"
     model: PowerModel
     clocks_simulated: list[float] = field(default_factory=list)
 
@@ -105,14 +105,15 @@ def simulate_at_predicted_clock(cfg, arch: ArchSpec, *, run: Callable[..., Any],
                                 **simulate_kw) -> PredictedClock:
     """Simulate ``cfg`` at the clock ``arch``'s power controller settles on for it, run back to back
     (``transient``: a launch after light work, shorter than the controller's response, where only the
-    fast limit holds). ``run(cfg, arch, **simulate_kw)`` simulates one launch at ``arch``'s clock
+    fast limit holds; otherwise the lower of the power and fast limits' clocks). ``run(cfg, arch, **simulate_kw)`` simulates one launch at ``arch``'s clock
     (``simulate``); ``simulate_kw``: engine, knobs, trace, max_events..."""
     model = model or power_model_for(arch.name)
     if "clock" in simulate_kw:
         raise ConfigError("simulate_at_predicted_clock: the clock is predicted; do not pass clock=")
     if not 0 < tol < 0.1:
         raise ConfigError(f"tol={tol!r}: a relative clock tolerance in (0, 0.1)")
-    limit = model.fast_limit_w.value if transient else model.limit_w.value
+    def solve(at) -> tuple[float, str]:
+        return (model.transient_clock(at), "fast limit") if transient else model.steady_clock(at)
 
     def at_clock(f: float) -> Any:
         return run(cfg, arch.with_overrides({"clock_ghz": round(f, 4)},
@@ -122,7 +123,7 @@ def simulate_at_predicted_clock(cfg, arch: ArchSpec, *, run: Callable[..., Any],
     sims = [at_clock(f)]
     at = _held(sims[-1])
     while True:
-        f_new = model.settled_clock(at, limit)
+        f_new, bound = solve(at)
         if abs(f_new - f) <= tol * f or len(sims) >= max_simulations:
             break
         f = f_new
@@ -133,7 +134,7 @@ def simulate_at_predicted_clock(cfg, arch: ArchSpec, *, run: Callable[..., Any],
     act = activity_of(res)
     cap = model.cap_ghz(act)
     bd = model.breakdown(f, act)
-    limited = "clock cap" if f >= cap - 1e-3 else ("fast limit" if transient else "power limit")
+    limited = "clock cap" if f >= cap - 1e-3 else bound
     return PredictedClock(res, f, sum(bd.values()), bd, limited, model, [s.arch.clock_ghz.value for s in sims])
 
 

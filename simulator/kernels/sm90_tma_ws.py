@@ -117,7 +117,7 @@ import simpy
 
 from simulator.kernels import race_hooks, stream_k
 from simulator.kernels.common import Cluster, RoleBase, RunStats
-from simulator.kernels.fixup import FIXUP_CONSTANTS, Fixup, WorkspaceRates
+from simulator.kernels.fixup import ATOMIC_L2_COST, FIXUP_NAMED_BARRIER, Fixup, WorkspaceRates
 from simulator.kernels.scheduler import (
     StreamKTileScheduler,
     TileRaster,
@@ -845,7 +845,7 @@ class Sm90GemmTmaWarpSpecialized:
             self.timing = replace(self.timing, notes=self.timing.notes + (
                 "decomposition: " + self.decomp.summary(),) + self.decomp.params.notes + tuple(
                 f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})"
-                for c in (*SM90_WORKSPACE_RATES.constants(), *FIXUP_CONSTANTS[1:])))
+                for c in (*SM90_WORKSPACE_RATES.constants(), FIXUP_NAMED_BARRIER, ATOMIC_L2_COST)))
         self.resident_clusters = resident
         self.clusters: list[Cluster] = []
         self.roles: list[Role] = []

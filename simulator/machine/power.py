@@ -15,11 +15,17 @@ at 1.28-1.56 GHz the tensor + L2 runs drew what the sum predicts without scaling
 
 The clock (:meth:`PowerModel.settled_clock`) is the highest clock, within the cap, at which the power
 stays within the limit; a kernel of ``Activity`` that changes with the clock (memory-bound parts count
-fewer cycles at a lower clock) is passed as a function of the clock. A kernel that starts after light
-work and ends before the controller responds (:data:`controller_delay_ms`: the clock of a full-load
-wgmma kernel held for ~33 ms, then fell) runs at :meth:`PowerModel.transient_clock`, where only the
-fast limit holds; in a stream of kernels the controller follows their power averaged over the last
-``window_ms`` (:meth:`PowerModel.stream_clocks`).
+fewer cycles at a lower clock) is passed as a function of the clock. In a stream of kernels the
+controller follows their power averaged over the last ``window_ms`` (:meth:`PowerModel.stream_clocks`).
+
+A fast limit holds before the controller responds (:data:`controller_delay_ms`: the clock of a
+full-load wgmma kernel held for ~33 ms, then fell): while the tensor cores are busy the clock is
+the highest at which fully busy tensor cores and the kernel's memory traffic (weighted by
+``fast_limit_mem_weight``) stay within ``fast_limit_w``; in between it returns to the cap, so the
+in-kernel clock is their mix by the busy fraction (:meth:`PowerModel.fast_clock`; the bursts plan of
+validation.microbench.power measured it). A launch after light work that ends before the controller
+responds runs at :meth:`PowerModel.transient_clock`; a settled kernel at :meth:`PowerModel.steady_clock`,
+the lower of the two limits.
 """
 
 from __future__ import annotations
@@ -33,10 +39,12 @@ from simulator.machine.constants import Constant
 
 _PW = "validation/results/h200_power.json (python -m validation.microbench.power, 2026-12-01)"
 _DRAM = "validation/results/h200_power_dram.json (python -m validation.microbench.power_dram, 2026-12-01)"
+_BURSTS = ("validation/results/h200_power_bursts.json (python -m validation.microbench.power --plan bursts, "
+           "2026-12-02)")
 _FIT = "validation/results/h200_clock_fit.json (python -m validation.power_fit --out validation/results)"
-#: The rows the fitted constants were fitted on and their cross-validated clock error.
+#: The rows the fitted constants were fitted on (their cross-validated clock error is in _FIT).
 _FIT_ROWS = ("on the campaign's 1248 'space' rows (13 problems, in-kernel clocks; validation/results/h200_campaign.json); "
-             "leave-one-problem-out clock error median 3.9%, p90 9.9%")
+             "leave-one-problem-out clock error in h200_clock_fit.md")
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,7 @@ class PowerModel:
     tensor_clock_cap_ghz: Constant
     max_clock_ghz: Constant
     fast_limit_w: Constant
+    fast_limit_mem_weight: Constant
     controller_delay_ms: Constant
     gemm_tc_scale: Constant
     gemm_l2_scale: Constant
@@ -122,28 +131,46 @@ class PowerModel:
     def settled_clock(self, act: Activity | ActivityAt, limit_w: float | None = None) -> float:
         """The highest clock within the cap at which ``act``'s power stays within ``limit_w`` (default:
         the power limit). ``act`` is an Activity or a function of the clock returning one."""
-        at = act if callable(act) else (lambda _g, a=act: a)
+        at = _as_function(act)
         limit = self.limit_w.value if limit_w is None else float(limit_w)
         hi = self.cap_ghz(at(self.max_clock_ghz.value))
-        if self.power_w(hi, at(hi)) <= limit:
-            return hi
-        lo = 0.05
-        if self.power_w(lo, at(lo)) > limit:
-            return lo        # the limit cannot be met (the clock-independent terms alone exceed it)
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if self.power_w(mid, at(mid)) <= limit:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo < 1e-5:
-                break
-        return lo
+        return _highest(lambda g: self.power_w(g, at(g)) <= limit, hi)
+
+    def busy_clock(self, act: Activity) -> float:
+        """The clock the fast limit allows while the tensor cores are busy: the highest, within the cap,
+        at which base power, fully busy tensor cores on ``act.sms`` SMs and ``fast_limit_mem_weight`` x
+        ``act``'s memory power stay within ``fast_limit_w``."""
+        cap = self.cap_ghz(act)
+        bd = self.breakdown(self.ref_clock_ghz.value, replace(act, tc_busy=1.0))
+        room = self.fast_limit_w.value - bd["base"] - self.fast_limit_mem_weight.value * (bd["l2"] + bd["dram"])
+        if bd["tensor"] <= 0:
+            return cap
+        if room <= 0:
+            return _LOWEST_GHZ
+        g = self.ref_clock_ghz.value * (room / bd["tensor"]) ** (1.0 / self.clock_exponent.value)
+        return min(cap, max(_LOWEST_GHZ, g))
+
+    def fast_clock(self, act: Activity) -> float:
+        """The in-kernel clock under the fast limit: :meth:`busy_clock` for the busy fraction of the
+        time, the cap for the rest."""
+        return act.tc_busy * self.busy_clock(act) + (1.0 - act.tc_busy) * self.cap_ghz(act)
 
     def transient_clock(self, act: Activity | ActivityAt) -> float:
         """The clock of a kernel that starts after light work and ends within :data:`controller_delay_ms`:
-        only the fast limit holds (the controller has not responded yet)."""
-        return self.settled_clock(act, self.fast_limit_w.value)
+        only the fast limit holds; the highest clock at or below :meth:`fast_clock` of the activity there."""
+        at = _as_function(act)
+        hi = self.cap_ghz(at(self.max_clock_ghz.value))
+        return _highest(lambda g: g <= self.fast_clock(at(g)) + 1e-12, hi)
+
+    def steady_clock(self, act: Activity | ActivityAt) -> tuple[float, str]:
+        """The clock of a kernel run back to back, and what holds it there ("clock cap", "power limit"
+        or "fast limit"): the lower of :meth:`settled_clock` and :meth:`transient_clock`."""
+        at = _as_function(act)
+        settled, fast = self.settled_clock(at), self.transient_clock(at)
+        f = min(settled, fast)
+        if f >= self.cap_ghz(at(f)) - 1e-3:
+            return f, "clock cap"
+        return f, ("fast limit" if fast < settled else "power limit")
 
     def stream_clocks(self, kernels: Sequence[tuple[ActivityAt, Callable[[float], float]]], *,
                       window_ms: float | None = None, cyclic: bool = True, idle_before_ms: float = 0.0,
@@ -186,20 +213,30 @@ class PowerModel:
                 return num / den if den > 0 else self.base_w.value
 
             cap = self.cap_ghz(own_act(self.max_clock_ghz.value))
-            lo, hi = 0.05, cap
-            if avg_power(hi) <= self.limit_w.value:
-                out.append(hi)
-                continue
-            for _ in range(50):
-                mid = 0.5 * (lo + hi)
-                if avg_power(mid) <= self.limit_w.value:
-                    lo = mid
-                else:
-                    hi = mid
-                if hi - lo < 1e-4:
-                    break
-            out.append(lo)
+            out.append(_highest(lambda g, avg=avg_power: avg(g) <= self.limit_w.value, cap, tol=1e-4))
         return out
+
+
+#: The lowest clock the solvers return (where even it breaks the limit).
+_LOWEST_GHZ = 0.05
+
+
+def _as_function(act: Activity | ActivityAt) -> ActivityAt:
+    return act if callable(act) else (lambda _g, a=act: a)
+
+
+def _highest(ok: Callable[[float], bool], hi: float, tol: float = 1e-5) -> float:
+    """The highest clock in [_LOWEST_GHZ, hi] at which ``ok`` holds (``ok`` true below some clock, false
+    above it), by bisection to ``tol`` GHz; _LOWEST_GHZ if it fails even there."""
+    if ok(hi):
+        return hi
+    lo = _LOWEST_GHZ
+    if not ok(lo):
+        return lo
+    while hi - lo >= tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
 
 
 def h200_power() -> PowerModel:
@@ -246,6 +283,12 @@ def h200_power() -> PowerModel:
                        f"{_PW} step.tc: this model's power at the clock the full-load wgmma kernel started at "
                        "(step.tc.fall.start_mhz 1660, before the controller acted; NVML read 844 W there in "
                        "settle.tc@1 132sm)", "measured-here"),
+        fast_limit_mem_weight=C("fast_limit_mem_weight", 0.399, "x",
+                                f"{_BURSTS}: the share of L2 power the fast limit counts, least squares through "
+                                "zero over bursts.tc@1+l2@0.5 and tc@1+l2@1 132sm (0.20, 0.44): fast_limit_w less "
+                                "base and fully busy tensor power at the busy clock their in-kernel clock implies "
+                                f"(fast_clock's mix), over their L2 power; DRAM assumed alike. fast_limit_w: {_PW}",
+                                "measured-here"),
         controller_delay_ms=C("controller_delay_ms", 32.996, "ms",
                               f"{_PW} step.tc.fall.t50_ms: the full-load kernel kept its starting clock this long "
                               "(t90 35 ms); after it, a light kernel within 5 ms ran at the heavy one's clock "
@@ -303,7 +346,8 @@ def b200_power() -> PowerModel:
         fast_limit_w=C("fast_limit_w", round(h.fast_limit_w.value / h.limit_w.value * 1000.0, 1), "W",
                        f"estimate: the H200's fast limit over its limit ({h.fast_limit_w.value:g}/{h.limit_w.value:g} W) "
                        "x 1000 W", "estimate"),
-        controller_delay_ms=same(h.controller_delay_ms), gemm_tc_scale=same(h.gemm_tc_scale),
+        fast_limit_mem_weight=same(h.fast_limit_mem_weight), controller_delay_ms=same(h.controller_delay_ms),
+        gemm_tc_scale=same(h.gemm_tc_scale),
         gemm_l2_scale=same(h.gemm_l2_scale), gemm_dram_scale=same(h.gemm_dram_scale), window_ms=same(h.window_ms),
     )
 

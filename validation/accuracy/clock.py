@@ -6,8 +6,8 @@ round), cuBLAS last, after a short sleep; the power controller follows the power
 averaged over ``window_ms``. :func:`campaign_clocks` feeds the model (:mod:`simulator.machine.power`,
 through :mod:`validation.power_fit`'s vectorised stream) each row's simulated activity at its
 measured clock, held across clocks (same cycles and bytes: the compute-bound approximation), with
-the problem's fastest config standing in for cuBLAS. It also returns each kernel's clock alone
-(what ``--clock predicted`` solves for one kernel run back to back).
+the problem's fastest config standing in for cuBLAS, each held at or below its fast clock. It also
+returns each kernel's clock alone (what ``--clock predicted`` solves for one kernel run back to back).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def campaign_clocks(rows, outcomes, plan: dict[str, list[str]], model: PowerMode
                     launch_gap_ns: float = 4256.0) -> tuple[np.ndarray, np.ndarray]:
     """(clock in the campaign's stream, clock of the kernel alone) per row, GHz; NaN where its
     simulation failed or its config is not in the plan."""
-    from validation.power_fit import clocks_from_terms, l2_cost_of, row_arrays, stream_terms
+    from validation.power_fit import clocks_from_terms, fast_clocks, l2_cost_of, row_arrays, stream_terms
     model = model or h200_power()
     groups: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for i, (r, o) in enumerate(zip(rows, outcomes, strict=True)):
@@ -64,9 +64,9 @@ def campaign_clocks(rows, outcomes, plan: dict[str, list[str]], model: PowerMode
         best = min(arrs, key=lambda a: float(np.interp(1.5, _grid(), a["kernel_ms"])))
         full = stream_terms(arrs + [best], model.window_ms.value, idle)
         terms = {k: v[:-1] for k, v in full.items()}
-        stream[idx] = clocks_from_terms(terms, caps, *scales, model.limit_w.value, own, model.fast_limit_w.value,
-                                        model.gemm_dram_scale.value)
-        alone[idx] = clocks_from_terms(own, caps, *scales, model.limit_w.value, None, None, model.gemm_dram_scale.value)
+        fast = fast_clocks(arrs, model, *scales, model.gemm_dram_scale.value)
+        stream[idx] = clocks_from_terms(terms, caps, *scales, model.limit_w.value, fast, model.gemm_dram_scale.value)
+        alone[idx] = clocks_from_terms(own, caps, *scales, model.limit_w.value, fast, model.gemm_dram_scale.value)
     return stream, alone
 
 

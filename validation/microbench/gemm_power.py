@@ -195,7 +195,7 @@ def compare(res: dict, held_out: bool = False) -> list[dict]:
                         "inputs": kind, "settled_clock_ghz": f, "nvml_sm_mhz": nv.get("sm_mhz_median"),
                         "nvml_power_w": p_meas, "model_power_w": p_model, "model_breakdown": model.breakdown(f, act),
                         "dynamic_ratio": (p_meas - base) / (p_model - base) if p_meas and p_model > base else None,
-                        "model_settled_clock_ghz": model.settled_clock(at),
+                        "model_settled_clock_ghz": model.steady_clock(at)[0],
                         "round_clock_ghz": d["rounds"]["median_clock_ghz"],
                         "model_round_clock_ghz": model.transient_clock(at)})
     return out
