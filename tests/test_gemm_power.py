@@ -64,3 +64,22 @@ def test_compare_command_writes_beside_its_input_and_bad_files_are_one_line(tmp_
     assert (tmp_path / "r.md").read_text().startswith("# The twin GEMM")
     assert gp.main(["--compare", str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def test_clock_errors_summarise_each_split_and_inputs():
+    def row(split, inputs, settled, model_settled, rnd, model_rnd, ratio):
+        return {"split": split, "inputs": inputs, "settled_clock_ghz": settled, "model_settled_clock_ghz": model_settled,
+                "round_clock_ghz": rnd, "model_round_clock_ghz": model_rnd, "dynamic_ratio": ratio}
+    rows = [row("dev", "randn", 1.0, 1.1, 2.0, 1.8, 1.1), row("dev", "randn", 1.0, 0.95, 2.0, 2.0, 0.9),
+            row("dev", "randn", 1.0, 1.0, None, 1.0, None), row("held_out", "zeros", 1.5, 1.2, 1.8, 1.8, 0.3)]
+    got = {(s["split"], s["inputs"]): s for s in gp.clock_errors(rows)}
+    d = got[("dev", "randn")]
+    assert d["cases"] == 3 and d["dynamic_ratio"] == "0.90-1.10"
+    assert d["settled_median"] == pytest.approx(0.05) and d["settled_max"] == pytest.approx(0.1)
+    assert d["settled_mean"] == pytest.approx(0.05 / 3)
+    assert d["round_median"] == pytest.approx(0.05) and d["round_max"] == pytest.approx(0.1)   # the round-less row is left out
+    assert d["round_mean"] == pytest.approx(-0.05)
+    h = got[("held_out", "zeros")]
+    assert h["settled_mean"] == pytest.approx(-0.2) and h["round_max"] == 0.0
+    md = gp.markdown(_result(), gp.compare(_result()))
+    assert "| dev | randn | 1 |" in md

@@ -245,7 +245,35 @@ def markdown(res: dict, cmp: list[dict] | None) -> str:
             L.append(f"| {r['case']} | {r['split']} | {r['inputs']} | {_f(r['nvml_power_w'], 0)} | {r['model_power_w']:.0f} | "
                      f"{_f(r['dynamic_ratio'], 2)} | {r['settled_clock_ghz']:.3f} / {r['model_settled_clock_ghz']:.3f} | "
                      f"{_f(r['round_clock_ghz'], 3)} / {r['model_round_clock_ghz']:.3f} |")
+        L += ["", "Clock error of the model (model / measured - 1), by split and inputs:", "",
+              "| split | inputs | cases | settled: median abs | max abs | mean | round: median abs | max abs | mean | dynamic ratio |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for s in clock_errors(cmp):
+            L.append(f"| {s['split']} | {s['inputs']} | {s['cases']} | " + " | ".join(
+                f"{s[k]:.2%}" for k in ("settled_median", "settled_max", "settled_mean", "round_median",
+                                        "round_max", "round_mean")) + f" | {s['dynamic_ratio']} |")
     return "\n".join(L + [""])
+
+
+def clock_errors(cmp: list[dict]) -> list[dict]:
+    """Per (split, inputs) of ``compare``'s rows: the settled and round clock errors (median and max of
+    their absolute values, mean signed) and the range of the dynamic ratio."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in cmp:
+        groups.setdefault((r["split"], r["inputs"]), []).append(r)
+    out = []
+    for (split, inputs), rows in sorted(groups.items()):
+        st = [r["model_settled_clock_ghz"] / r["settled_clock_ghz"] - 1 for r in rows]
+        rd = [r["model_round_clock_ghz"] / r["round_clock_ghz"] - 1 for r in rows if r["round_clock_ghz"]]
+        dr = [r["dynamic_ratio"] for r in rows if r["dynamic_ratio"] is not None]
+        row = {"split": split, "inputs": inputs, "cases": len(rows),
+               "dynamic_ratio": f"{min(dr):.2f}-{max(dr):.2f}" if dr else "-"}
+        for name, e in (("settled", st), ("round", rd)):
+            a = [abs(x) for x in e] or [float("nan")]
+            row.update({f"{name}_median": statistics.median(a), f"{name}_max": max(a),
+                        f"{name}_mean": statistics.fmean(e) if e else float("nan")})
+        out.append(row)
+    return out
 
 
 def _f(v, nd=1) -> str:
