@@ -240,3 +240,28 @@ def test_fitted_constants_are_the_committed_fit():
     # the written report is the command's
     from validation import power_fit
     assert (RESULTS / "h200_clock_fit.md").read_text() == power_fit.markdown(fit, fit["command"])
+
+
+def test_fold_fits_in_processes_are_the_serial_fits():
+    from simulator.kernels.sm90_config import Sm90GemmConfig
+    from simulator.machine.arch import ArchSpec
+    from validation import power_fit as pf
+
+    class Row:
+        def __init__(self, ghz, key):
+            self.arch = ArchSpec.h200().with_overrides({"clock_ghz": ghz}, origin="test")
+            self.key, self.config = key, Sm90GemmConfig(m=4096, n=4096, k=4096)
+    groups = {}
+    for p in range(3):
+        rows = [Row(1.3 + 0.03 * i + 0.05 * p, f"p{p} r{i}") for i in range(6)]
+        sims = []
+        for i in range(6):
+            a = {"cycles": 2e5 * (1 + i), "tc_busy": 0.5 + 0.08 * i, "sms": 132, "l2_bytes": 1e9 * (1 + i),
+                 "hbm_bytes": 1e8 * (1 + i)}
+            sims.append({1.2: a, 1.8: dict(a, cycles=a["cycles"] * 1.1)})
+        groups[("space", f"p{p}")] = {"rows": rows, "sims": sims}
+    keys = list(groups)
+    folds = [[x for x in keys if x != k] for k in keys]
+    serial = pf._fit_folds(groups, h200_power(), folds, pf.FITTABLE, 1)
+    assert pf._fit_folds(groups, h200_power(), folds, pf.FITTABLE, 2) == serial
+    assert all(isinstance(p, pf.Params) for p in serial) and len(serial) == 3
