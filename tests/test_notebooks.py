@@ -15,7 +15,8 @@ NOTEBOOKS = {
     "1_simulate_schedules": (1, ["predicted time", "predicted power", "bottleneck", "tensor core", "best:",
                                  "DEADLOCK at cycle", "PROTOCOL VIOLATIONS"]),
     "2_pipeline_timelines": (4, ["1 stage:", "with 32 late", "format problems: none"]),
-    "3_validate_on_gpu": (6, ["all rows", "roofline, own intercept", "short rounds:", "tile order:", "[dry run]"]),
+    "3_validate_on_gpu": (7, ["all rows", "roofline, own intercept", "short rounds:", "fast limit:", "tile order:",
+                          "[dry run]"]),
     "4_check_a_protocol_change": (1, ["seed protocol: no effect", "RACE+DEADLOCK", "the committed outcome: True"]),
 }
 #: Wall-clock budget of one notebook on a 2-core machine (seconds).

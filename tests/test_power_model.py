@@ -265,3 +265,24 @@ def test_fold_fits_in_processes_are_the_serial_fits():
     serial = pf._fit_folds(groups, h200_power(), folds, pf.FITTABLE, 1)
     assert pf._fit_folds(groups, h200_power(), folds, pf.FITTABLE, 2) == serial
     assert all(isinstance(p, pf.Params) for p in serial) and len(serial) == 3
+
+
+def test_fast_limit_report_covers_every_tensor_load_of_the_bursts(tmp_path):
+    from validation import fast_limit as fl
+    rows = fl.bursts_rows()
+    q = json.loads((RESULTS / "h200_power_bursts.json").read_text())["quantities"]
+    suffix = ".load_tc_busy_fraction"
+    tensor_loads = {k[len("bursts."):-len(suffix)] for k in q if k.endswith(suffix) and q[k]["value"] > 0}
+    assert {r["load"] for r in rows} == tensor_loads and len(rows) >= 20
+    assert sum(r["used_by_the_model"] for r in rows) == len(fl.USED_BY_THE_MODEL)
+    m = h200_power().with_values(gemm_tc_scale=1.0, gemm_l2_scale=1.0, gemm_dram_scale=1.0)
+    r = next(r for r in rows if r["load"] == "tc@0.6+hbm@0.5 132sm")      # HBM bytes are L2 bytes too
+    a = Activity(132, r["tc_busy"], r["mem_gb_per_s"] * 1e9, r["mem_gb_per_s"] * 1e9)
+    assert r["model_ghz"] == pytest.approx(m.transient_clock(a)) and r["memory"] == "hbm"
+    assert r["error"] == pytest.approx(r["model_ghz"] / r["measured_ghz"] - 1)
+    # random operands: within 6%; zero operands run faster than the model, which does not see the data
+    assert all(abs(r["error"]) < 0.06 for r in rows if "zero" not in r["load"])
+    assert all(r["error"] < 0 for r in rows if "zero" in r["load"])
+    fig = fl.plot_fast_limit(rows, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 5_000
+    assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 2 * len(rows)
