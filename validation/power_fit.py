@@ -217,15 +217,14 @@ def predict(groups: dict, model: PowerModel, prm: Params, cache: dict) -> dict:
                 cache[key] = [row_arrays(s, model, gap_ms, l2_cost_of(r.config))
                               for r, s in zip(g["rows"], g["sims"], strict=True)]
             arrs = cache[key]
-            own = stream_terms(arrs, None)
             if prm.window_ms is None:
-                terms = own
+                terms = stream_terms(arrs, None)
             else:
                 best = min(arrs, key=lambda a: float(np.interp(1.5, GRID, a["kernel_ms"])))
                 full = stream_terms(arrs + [best], prm.window_ms, prm.idle_ms)   # cuBLAS last: the fastest stands in
                 terms = {k: v[:-1] for k, v in full.items()}
-            cache[ck] = (terms, np.array([a["cap"] for a in arrs]), own)
-        terms, caps, _own = cache[ck]
+            cache[ck] = (terms, np.array([a["cap"] for a in arrs]))
+        terms, caps = cache[ck]
         fk = (key, "fast", prm.tc_scale, prm.l2_scale, prm.dram_scale)
         if fk not in cache:
             cache[fk] = fast_clocks(cache[key], model, prm.tc_scale, prm.l2_scale, prm.dram_scale)
