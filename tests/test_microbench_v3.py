@@ -17,7 +17,8 @@ from validation.microbench.report import markdown
 
 RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results"
 FAMILIES = {"h200_microbench_v3": {"clock", "l2share", "mainloop", "mainloop_cluster"},
-            "h200_microbench_v3b": {"clock", "l2share_lockstep", "mainloop_scaling", "mainloop_cluster"}}
+            "h200_microbench_v3b": {"clock", "l2share_lockstep", "mainloop_scaling", "mainloop_cluster"},
+            "h200_microbench_v3c": {"clock", "mainloop_pace"}}
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
@@ -48,7 +49,7 @@ def test_result_metadata(doc):
 
 def test_quantities_rederive_from_raw_results(doc):
     mods = {"l2share": l2share, "l2share_lockstep": l2share_lockstep, "mainloop": mainloop,
-            "mainloop_cluster": mainloop, "mainloop_scaling": mainloop}
+            "mainloop_cluster": mainloop, "mainloop_scaling": mainloop, "mainloop_pace": mainloop}
     for fam, mod in mods.items():
         if fam not in doc["results"]:
             continue
@@ -128,3 +129,35 @@ def test_h200_zero_fill_cost_is_derived_from_the_replays(q3):
     assert len(keys) >= 3
     for k in keys:                      # every replay the source names is in the result files
         assert any(q.startswith(k.rstrip(".")) for q in q3), k
+
+
+def test_pace_plan_covers_every_tile_on_one_sm_and_every_cluster_on_all():
+    ex = mainloop.pace_experiments()
+    assert len(ex) == len(set(ex))
+    one = {(e[3], e[5]) for e in ex if len(e) > 8 and e[8] == 1}
+    assert one == {(n, m) for n in (64, 128, 192, 256) for m in ("wgmma", "tma")}
+    assert {(e[3], e[4]) for e in ex if len(e) <= 8} == {(n, c) for n in (128, 192, 256) for c in mainloop.CLUSTERS}
+
+
+def test_v3c_the_sms_pace_per_tile_n_and_the_l2_pace_of_a_gemm_pattern():
+    """One SM runs a K-block at the math rate (4 N cycles) for N >= 128 and 1.5x it for N = 64; on 132
+    SMs the loads alone of a 1x1 GEMM land faster than the unique-line L2 rate (l2_bytes_per_s: CTAs of
+    a wave share lines), while multicast clusters' issued bytes land at about that rate."""
+    runs = json.loads((RESULTS / "h200_microbench_v3c.json").read_text())["results"]["mainloop_pace"]["runs"]
+    l2 = ArchSpec.h200().l2_bytes_per_s.value
+
+    def run(**kw):
+        return next(r for r in runs if all(r[k] == v for k, v in kw.items()))
+
+    for n in (128, 192, 256):
+        assert run(tile_n=n, grid=1, mode="wgmma")["kblock_cycles"] == pytest.approx(4 * n, rel=0.02)
+    assert run(tile_n=64, grid=1, mode="wgmma")["kblock_cycles"] == pytest.approx(1.5 * 4 * 64, rel=0.02)
+
+    def rate(r, kib):                   # B/s of ``kib`` KiB per CTA and K-block over all CTAs
+        return r["grid"] * kib * 1024 / (r["kblock_cycles"] / (r["clock_mhz"] * 1e6))
+
+    for n in (128, 192, 256):
+        a, b = 16, 2 * n // 16          # KiB of the A and B slices of one K-block (fp16, K-block 64)
+        assert rate(run(tile_n=n, cluster="c1x1", mode="tma", grid=132), a + b) > 1.08 * l2, n
+        assert rate(run(tile_n=n, cluster="c1x2", mode="tma", grid=132), a / 2 + b) == pytest.approx(l2, rel=0.12)
+        assert rate(run(tile_n=n, cluster="c2x1", mode="tma", grid=132), a + b / 2) == pytest.approx(l2, rel=0.12)

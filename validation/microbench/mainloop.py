@@ -34,6 +34,16 @@ def scaling_experiments(quick: bool = False) -> list[tuple]:
     return ex[::3] if quick else ex
 
 
+def pace_experiments(quick: bool = False) -> list[tuple]:
+    """The v3c run: each tile N's mainloop on one SM (the SM's own pace per K-block: wgmma, and the loads
+    alone) beside the same 4096^3 mainloop on 132 SMs in every cluster shape (the pace the chip's L2 gives
+    a GEMM's pattern of shared lines: tma; with the math: wgmma)."""
+    p = (4096, 4096, 4096)
+    ex = [(*p, bn, "c1x1", m, False, STAGES[bn], 1) for bn in (64, 128, 192, 256) for m in ("wgmma", "tma")]
+    ex += [(*p, bn, c, m, False) for bn in (128, 192, 256) for c in CLUSTERS for m in ("wgmma", "tma")]
+    return ex[::3] if quick else ex
+
+
 def experiments(quick: bool = False) -> list[tuple]:
     """(M, N, K, tile N, cluster, mode, a_full[, stages[, grid]]) of every replay (stages: the twin's,
     grid: min(tiles, 132 CTAs or 66 clusters), unless given)."""
@@ -63,9 +73,10 @@ def _grid(m: int, n: int, bn: int, cluster: str, sms: int) -> tuple[int, int, in
     return cn, cm, size * min(sms // size, cn * cm), size
 
 
-def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = False) -> dict:
+def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = False, pace: bool = False) -> dict:
     """The 1x1 replays (``clustered``: the 1x2 and 2x1 ones: family ``mainloop_cluster``; ``scaling``:
-    :func:`scaling_experiments`, family ``mainloop_scaling``)."""
+    :func:`scaling_experiments`, family ``mainloop_scaling``; ``pace``: :func:`pace_experiments`, every
+    cluster shape, family ``mainloop_pace``)."""
     from .build import cubin_path
     from .driver import Args, span_summary
     cub = cubin_path("mainloop_f16")
@@ -76,8 +87,9 @@ def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = F
     gpu.fill_random(a_buf, 4096 * 4096, seed=5)
     gpu.fill_random(b_buf, 8192 * 28672, seed=6)
     res: dict = {"runs": []}
-    for ex in scaling_experiments(quick) if scaling else experiments(quick):
-        if (ex[4] != "c1x1") != clustered:
+    plan = pace_experiments(quick) if pace else (scaling_experiments(quick) if scaling else experiments(quick))
+    for ex in plan:
+        if not pace and (ex[4] != "c1x1") != clustered:
             continue
         m, n, k, bn, cluster, mode, a_full = ex[:7]
         stages = ex[7] if len(ex) > 7 else STAGES[bn]

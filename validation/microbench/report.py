@@ -65,7 +65,7 @@ def _l2_pivot(q: dict) -> list[str]:
 def _v3_tables(res: dict) -> list[str]:
     """The mainloop replays and the L2 sharing / zero-fill / B streams of the v3 suite, as tables."""
     out = []
-    runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster") for r in res.get(f, {}).get("runs", [])]
+    runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace") for r in res.get(f, {}).get("runs", [])]
     if runs:
         out += ["## Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)", "",
                 "| problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
@@ -115,7 +115,8 @@ def _v3_tables(res: dict) -> list[str]:
 
 _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of issue 17 (small M, shared lines, "
            "zero fill, multicast)", "v3b": "issue 17, second run (clusters with the twin's remote arrive, "
-           "scaling over SMs, zero fill in lockstep)"}
+           "scaling over SMs, zero fill in lockstep)", "v3c": "issue 17, third run (the mainloop's pace per tile N on "
+           "one SM and on 132 SMs in every cluster shape)"}
 
 
 def markdown(doc: dict) -> str:
