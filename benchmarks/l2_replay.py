@@ -1,0 +1,162 @@
+"""The SM90 model's memory system against the L2 microbenchmarks it should reproduce, in the same run.
+
+Two of the H200's measured TMA streams are replayed on ``MemorySystem`` (the shipped L2 / HBM model and
+its constants) with the SM90 model's TMA unit in front (``tma_load_bytes_per_clk_per_sm``, then
+``tma_load_fixed_cycles``), at each run's measured clock, and printed as model / measured:
+
+* ``l2share`` (validation/results/h200_microbench_v3.json): g CTAs per 128 x 64 box, 6 loads in flight,
+  in lockstep or spread 8 boxes apart, L2-resident; the bandwidth of all 132 SMs.
+* the mainloop replays' ``tma`` mode (v3, v3b, v3c): a 4096^3 GEMM's loads alone (each stage released as it
+  lands), tiles 128 x N x 64, raster along N, persistent over 132 CTAs or 66 clusters of 2 (1x2: A
+  multicast, 2x1: B multicast); cycles per K-block of the busiest CTA.
+
+    python benchmarks/l2_replay.py
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from pathlib import Path
+
+from simulator.kernels.sm90_tma_ws import TMA_LOAD_FIXED, TMA_MISS_EXTRA
+from simulator.machine.arch import ArchSpec
+from simulator.machine.memory import MemorySystem, MemoryTiming
+
+RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results"
+BOX = 128 * 64 * 2          # one 128-row x 128-byte box (fp16, K-block 64)
+SHARE_STAGES = 6            # validation.microbench.l2share.STAGES
+SHARE_COUNT = 256           # boxes per CTA (the full run)
+CLUSTERS = {"c1x1": (1, 1), "c1x2": (1, 2), "c2x1": (2, 1)}
+
+
+def _memory(ghz: float) -> tuple[MemorySystem, float, float]:
+    """The H200's memory system at ``ghz`` as the SM90 model sets it up, with its TMA unit's rate and
+    fixed latency (B/clk, cycles)."""
+    a = ArchSpec.h200().with_overrides({"clock_ghz": ghz}, origin="benchmarks/l2_replay.py")
+    mem = MemorySystem(MemoryTiming(a.hbm_bytes_per_clk, a.l2_bytes_per_clk, a.hbm_latency_cycles.value,
+                                    a.l2_latency_cycles.value, a.tma_issue_overhead_cycles.value,
+                                    int(a.l2_bytes.value)))
+    mem.fill_wait, mem.miss_extra = True, TMA_MISS_EXTRA.value
+    return mem, a.tma_load_bytes_per_clk_per_sm.value, TMA_LOAD_FIXED.value
+
+
+def _stream(mem, rate, fixed, ctas: int, stages: int, next_load) -> float:
+    """Every CTA keeps ``stages`` loads in flight, issuing its next as its oldest lands; ``next_load(c)``
+    gives CTA c's next list of (L2 key, bytes) (one stage's loads; None when it is done). Returns the
+    cycle the last load lands."""
+    tma_free = [0.0] * ctas
+    ev: list = []
+
+    def issue(c: int, now: float) -> None:
+        loads = next_load(c)
+        if loads is None:
+            return
+        land = now
+        for key, nbytes, landed in loads:
+            land = max(land, mem.load(now, key, nbytes))
+            tma_free[c] = max(tma_free[c], now) + landed / rate
+        heapq.heappush(ev, (max(land, tma_free[c] + fixed), c))
+
+    for c in range(ctas):
+        for _ in range(stages):
+            issue(c, 0.0)
+    end = 0.0
+    while ev:
+        end, c = heapq.heappop(ev)
+        issue(c, end)
+    return end
+
+
+def l2share(group: int, stagger: int, ghz: float, sms: int = 132) -> float:
+    """Bytes/s of the shared-lines stream: ``sms // group`` stripes of ``8 * group`` boxes, CTA b at box
+    ``(b * stagger + j) mod nbx`` of stripe ``b // group``; L2 warm (the microbenchmark's untimed launch)."""
+    mem, rate, fixed = _memory(ghz)
+    nbx, ctas = 8 * group, (sms // group) * group
+    for s in range(sms // group):
+        for x in range(nbx):
+            mem.load(0.0, (s, x), BOX)
+    start = 1e7
+    mem.l2.next_free = mem.hbm.next_free = start
+    pos = [(b * stagger) % nbx for b in range(ctas)]
+    left = [SHARE_COUNT] * ctas
+
+    def next_load(c):
+        if not left[c]:
+            return None
+        left[c] -= 1
+        key = (c // group, pos[c])
+        pos[c] = (pos[c] + 1) % nbx
+        return [(key, BOX, BOX)]
+
+    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, lambda c: next_load(c)) - start
+    return ctas * SHARE_COUNT * BOX / (cycles / (ghz * 1e9))
+
+
+def mainloop_loads(m: int, n: int, k: int, tile_n: int, cluster: str, stages: int, ghz: float,
+                   sms: int = 132) -> float:
+    """Cycles per K-block of the busiest CTA of the mainloop replay's ``tma`` mode (loads only)."""
+    mem, rate, fixed = _memory(ghz)
+    cm, cn = CLUSTERS[cluster]
+    mt, nt, kt = -(-m // 128), -(-n // tile_n), k // 64
+    ctn, ctm = -(-nt // cn), -(-mt // cm)
+    size = cm * cn
+    grid = min(sms // size, ctn * ctm)
+    a_slice, b_slice = 128 * 64 * 2 // cn, tile_n * 64 * 2 // cm
+    tiles = [list(range(c, ctn * ctm, grid)) for c in range(grid)]
+    pos = [[0, 0] for _ in range(grid)]
+
+    def next_load(c):
+        ti, kb = pos[c]
+        if ti >= len(tiles[c]):
+            return None
+        t = tiles[c][ti]
+        pos[c] = [ti + 1, 0] if kb + 1 == kt else [ti, kb + 1]
+        tn, tm = t % ctn, t // ctn
+        out = []
+        for r in range(size):                     # every CTA of the cluster issues its slices
+            x, y = r % cm, r // cm
+            out += [(("A", tm * cm + x, y, kb), a_slice, a_slice * cn), (("B", tn * cn + y, x, kb), b_slice, b_slice * cm)]
+        return out
+
+    # One cluster is one stream here: its CTAs issue together and land together (the stage is full when
+    # every multicast slice has landed); the TMA rate is each CTA's, so a cluster's unit is scaled by size.
+    end = _stream(mem, rate * size, fixed, grid, stages, next_load)
+    return end / (max(len(x) for x in tiles) * kt)
+
+
+def share_rows() -> list[dict]:
+    q = json.loads((RESULTS / "h200_microbench_v3.json").read_text())
+    out = []
+    for r in q["results"]["l2share"]["share"]:
+        if r["what"] not in ("lockstep", "spread"):
+            continue
+        model = l2share(r["group"], r["stagger"], r["clock_mhz"] / 1e3)
+        out.append({"what": f"l2share g={r['group']} {r['what']}", "measured": r["bytes_per_s"] / 1e12,
+                    "model": model / 1e12, "unit": "TB/s"})
+    return out
+
+
+def mainloop_rows() -> list[dict]:
+    runs = []
+    for name, fam in (("v3", "mainloop"), ("v3b", "mainloop_cluster"), ("v3c", "mainloop_pace")):
+        res = json.loads((RESULTS / f"h200_microbench_{name}.json").read_text())["results"]
+        runs += [r for r in res.get(fam, {}).get("runs", []) if r["mode"] == "tma" and r["m"] == r["n"] == 4096
+                 and r["grid"] > 1]
+    out = []
+    for r in runs:
+        model = mainloop_loads(r["m"], r["n"], r["k"], r["tile_n"], r["cluster"], r["stages"], r["clock_mhz"] / 1e3)
+        out.append({"what": f"4096^3 loads, N={r['tile_n']} {r['cluster'][1:]}", "measured": r["kblock_cycles"],
+                    "model": model, "unit": "cycles/K-block"})
+    return out
+
+
+def main() -> int:
+    print("| replay | unit | measured | model | model / measured |\n| --- | --- | ---: | ---: | ---: |")
+    for r in share_rows() + mainloop_rows():
+        print(f"| {r['what']} | {r['unit']} | {r['measured']:.2f} | {r['model']:.2f} | {r['model'] / r['measured']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
