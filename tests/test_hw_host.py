@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -262,3 +263,37 @@ def test_small_m_dry_run_publishes_its_own_file(tmp_path, capsys):
     md = next(p for p in paths if p.suffix == ".md").read_text()
     assert md.startswith("# H200 M <= 128 campaign (DRY RUN") and "best 64-row ping-pong" in md
     assert md.count("\n| 64x8192x4096 |") == 1
+
+
+def test_streamk_nd_plan_is_the_streamk_schedulers_candidates_with_atomic_reduction():
+    from validation.campaign import STREAMK_SHAPES, check_plan, plan, streamk_configs, streamk_nd_configs
+    p = plan()
+    cfgs = p["streamk_nd"]["configs"]
+    assert p["streamk_nd"]["shapes"] == STREAMK_SHAPES and cfgs == streamk_nd_configs()
+    det = [c for c in streamk_configs() if c.decomposition != "data_parallel"]
+    assert len(cfgs) == len(det) == 160
+    assert [replace(c, reduction="deterministic") for c in cfgs] == det
+    assert all(c.reduction == "nondeterministic" and c.name().endswith("_nd_trace-span") for c in cfgs)
+    assert all(KernelConfig.from_name(c.name().removesuffix("_trace-span")) == replace(c, instrument=0) for c in cfgs)
+    # one compile per tile and cluster: every decomposition shares the stream-K kernel of its reduction
+    assert len(check_plan({"streamk_nd": p["streamk_nd"]})["fp16"]) == 16
+
+
+def test_streamk_nd_dry_run_publishes_its_own_file_and_scores_as_a_data_set(tmp_path):
+    from validation.accuracy.datasets import DATASETS
+    from validation.campaign import main, plan, publish
+    from validation.measurements import load_h200_timings
+    out = tmp_path / "run"
+    assert main(["--dry-run", "--quick", "--phases", "streamk_nd", "--out", str(out)]) == 0
+    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    assert sorted(p.name for p in paths) == ["h200_streamk_nd.dry_run.json", "h200_streamk_nd.dry_run.md"]
+    md = next(p for p in paths if p.suffix == ".md").read_text()
+    assert md.startswith("# H200 stream-K / split-K campaign, nondeterministic reduction (DRY RUN")
+    assert md.count("\n| 512x512x32768 |") == 1 and "best split-K" in md
+    pub = next(p for p in paths if p.suffix == ".json")
+    rows = load_h200_timings(pub, allow_dry_run=True, phase="streamk_nd")
+    q = plan(quick=True)["streamk_nd"]
+    assert len(rows) == len(q["shapes"]) * (len(q["configs"]) + 1)
+    assert {r["fields"]["reduction"] for r in rows if r["fields"]} == {"nondeterministic"}
+    ds = DATASETS["h200-streamk-nd"](pub)          # the data set of these rows; a dry run is never scored
+    assert ds.name == "h200-streamk-nd" and not ds.rows and "dry-run" in ds.skipped[0]

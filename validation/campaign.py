@@ -24,6 +24,10 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
 * ``streamk`` (not run unless named): the stream-K scheduler (issue 18) on small-MN/large-K, M <= 128 and
   wave-tail problems (``STREAMK_SHAPES``): every ``hw_space()`` candidate with max swizzle 1 (both rasters),
   data-parallel and each stream-K decomposition, plus cuBLAS, checked and timed as in ``space``.
+* ``streamk_nd`` (not run unless named): the ``streamk`` phase's stream-K scheduler candidates (heuristic,
+  stream-K, split-K by 2, 4, 8) with the nondeterministic reduction (middle splits add their partials with
+  ``red.global.add.f32`` instead of waiting their turn), on ``STREAMK_SHAPES``, plus cuBLAS, checked and timed
+  as in ``space``; published to ``h200_streamk_nd.json`` / ``.md``.
 * ``small_m`` (not run unless named): M <= 128 (issue 18): the 64-row ping-pong tiles (each consumer
   warpgroup one 64 x tile_n tile, every tile_n the rules allow) beside the 128-row ping-pong and cooperative
   tiles, clusters 1x1, 1x2, 2x1, rasters M and N, max swizzle 1, data-parallel, on ``SMALL_M_SHAPES``, plus
@@ -155,13 +159,14 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 #: The host-launch-path problems.
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
-PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m")
+PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd")
 #: The wide phase writes its result file at most this often (s) and at its end.
 SAVE_EVERY_S = 30.0
-#: What runs without ``--phases``: every phase but ``wide``, ``streamk`` and ``small_m`` (campaigns of their own).
-DEFAULT_PHASES = PHASES[:-3]
+#: What runs without ``--phases``: every phase but ``wide``, ``streamk``, ``small_m`` and ``streamk_nd``
+#: (campaigns of their own).
+DEFAULT_PHASES = PHASES[:-4]
 #: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
-SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m")
+SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd")
 
 
 def space_configs() -> list[KernelConfig]:
@@ -173,6 +178,12 @@ def space_configs() -> list[KernelConfig]:
 def streamk_configs() -> list[KernelConfig]:
     """The ``streamk`` phase's candidates: every ``hw_space()`` config with max swizzle 1 (span-instrumented)."""
     return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space() if d["swizzle"] == 1]
+
+
+def streamk_nd_configs() -> list[KernelConfig]:
+    """The ``streamk_nd`` phase's candidates: the ``streamk`` phase's stream-K scheduler ones (every
+    decomposition but data-parallel) with the nondeterministic reduction."""
+    return [replace(c, reduction="nondeterministic") for c in streamk_configs() if c.decomposition != "data_parallel"]
 
 
 def small_m_configs() -> list[KernelConfig]:
@@ -209,6 +220,7 @@ def plan(quick: bool = False) -> dict:
         "wide": _wide(W.run_order(), space),
         "streamk": {"shapes": STREAMK_SHAPES, "configs": streamk_configs(), "dtype": "fp16"},
         "small_m": {"shapes": SMALL_M_SHAPES, "configs": small_m_configs(), "dtype": "fp16"},
+        "streamk_nd": {"shapes": STREAMK_SHAPES, "configs": streamk_nd_configs(), "dtype": "fp16"},
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -224,6 +236,9 @@ def plan(quick: bool = False) -> dict:
         sk = streamk_configs()
         p["streamk"] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
                         "configs": [c for c in sk if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
+        p["streamk_nd"] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
+                           "configs": [c for c in streamk_nd_configs()
+                                       if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
         sm = small_m_configs()
         p["small_m"] = {"shapes": [(64, 8192, 4096), (100, 4096, 2048)], "dtype": "fp16",
                         "configs": [c for c in sm if c.raster == "m" and c.cluster_m * c.cluster_n == 1]}
@@ -948,6 +963,8 @@ class Campaign:
             self.phase_rows("streamk", p["streamk"], budget_s=0.6 if quick else 1.5, max_rounds=15, min_rounds=5)
         if "small_m" in phases:
             self.phase_rows("small_m", p["small_m"], **small_m_rounds(quick))
+        if "streamk_nd" in phases:
+            self.phase_rows("streamk_nd", p["streamk_nd"], budget_s=0.6 if quick else 1.5, max_rounds=15, min_rounds=5)
 
 
 # =============================================================================================== publish
@@ -1023,6 +1040,8 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
 STREAMK_BASE = "h200_streamk"
 #: The published files of the ``small_m`` phase (``.json``, ``.md``).
 SMALL_M_BASE = "h200_small_m"
+#: The published files of the ``streamk_nd`` phase (``.json``, ``.md``).
+STREAMK_ND_BASE = "h200_streamk_nd"
 
 
 def _fastest(rows: list[dict]) -> dict | None:
@@ -1101,8 +1120,32 @@ def small_m_markdown(pub: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def streamk_nd_markdown(pub: dict) -> str:
+    """The ``streamk_nd`` phase's summary: per problem cuBLAS and our best nondeterministic-reduction
+    candidate of each kind (all, stream-K or heuristic, split-K), and how many outputs were correct."""
+    kinds = (("all", lambda c: True), ("stream-K or heuristic", lambda c: "_dsk" in c or "_dh" in c),
+             ("split-K", lambda c: "_ds" in c and "_dsk" not in c))
+    head = " | ".join(f"best {name} | us | x cuBLAS" for name, _ in kinds)
+    out = _phase_head(pub, "H200 stream-K / split-K campaign, nondeterministic reduction",
+                      " Cooperative tiles, max swizzle 1, every cluster and raster of the streamk phase; middle "
+                      "splits add with red.global.add.f32 (no turn order).") + [
+           f"| problem | cuBLAS us | {head} | correct |",
+           "| --- | ---: | " + " | ".join("--- | ---: | ---:" for _ in kinds) + " | ---: |"]
+    for (m, n, k), cub, ours, ok, checked in _per_problem(pub):
+        cells = []
+        for _, sel in kinds:
+            b = _fastest([x for x in ours if sel(x["config"])])
+            ratio = cub / b["event_us"] if b and cub else None
+            cells.append(f"{b['config'] if b else '-'} | {_f(b and b['event_us'])} | {_f(ratio, 2)}")
+        out.append(f"| {m}x{n}x{k} | {_f(cub)} | {' | '.join(cells)} | {ok}/{checked} |")
+    out += ["", "x cuBLAS = cuBLAS time / ours (> 1: ours is faster). Config names: hw_kernels.host.KernelConfig.name() "
+            "(`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_nd` the nondeterministic reduction)."]
+    return "\n".join(out) + "\n"
+
+
 #: Phases published to files of their own: (file base, Markdown summary).
-OWN_FILE_PHASES = {"streamk": (STREAMK_BASE, streamk_markdown), "small_m": (SMALL_M_BASE, small_m_markdown)}
+OWN_FILE_PHASES = {"streamk": (STREAMK_BASE, streamk_markdown), "small_m": (SMALL_M_BASE, small_m_markdown),
+                   "streamk_nd": (STREAMK_ND_BASE, streamk_nd_markdown)}
 
 
 #: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).

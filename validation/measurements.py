@@ -72,6 +72,9 @@ STREAMK = RESULTS / "h200_streamk.json"
 #: The M <= 128 campaign (validation/campaign.py --phases small_m): 64-row ping-pong, 128-row ping-pong and
 #: cooperative tiles (written once the lead has run it on the H200).
 SMALL_M = RESULTS / "h200_small_m.json"
+#: The stream-K campaign's stream-K scheduler candidates with the nondeterministic reduction
+#: (validation/campaign.py --phases streamk_nd).
+STREAMK_ND = RESULTS / "h200_streamk_nd.json"
 SPLITS = ("dev", "held_out")
 
 

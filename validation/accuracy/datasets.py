@@ -185,6 +185,7 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         SMALL_M,
         SPLITS,
         STREAMK,
+        STREAMK_ND,
         WIDE,
         WIDE_HELDOUT,
         load_h200_timings,
@@ -195,6 +196,8 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         "held_out": (WIDE_HELDOUT, "h200-wide-heldout", ", wide campaign, held_out"),
         "streamk": (STREAMK, "h200-streamk", ", stream-K campaign (data-parallel, stream-K and split-K rows)"),
         "small_m": (SMALL_M, "h200-small-m", ", M <= 128 campaign (64-row and 128-row tiles, data-parallel)"),
+        "streamk_nd": (STREAMK_ND, "h200-streamk-nd", ", stream-K campaign, nondeterministic reduction (stream-K and "
+                       "split-K rows)"),
     }[split]
     src = path or default_src
     title = "H200, our CuTe-DSL SM90 twin (validation/results)" + part
@@ -228,20 +231,22 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
                            est_events=estimate_events(cfg.resolved(arch)),
                            classes={**_h200_classes(cfg, float(row["event_us"])),
                                     **({"campaign class": row["cls"]} if row.get("cls") else {}),
-                                    **({"decomposition": _decomposition(cfg)} if split == "streamk" else {})}))
+                                    **({"decomposition": _decomposition(cfg)} if split in ("streamk", "streamk_nd") else {})}))
     return ds
 
 
 #: name -> loader(path or None) -> DataSet. A new data set is one more entry. The wide campaign's
 #: parts are scored only when named: ``h200-wide`` (dev rows) and ``h200-wide-heldout`` (the held-out
 #: rows: the final score of a model chosen without them); so are ``h200-streamk``, the stream-K campaign,
-#: and ``h200-small-m``, the M <= 128 campaign (measured after the model was frozen, used for no choice).
+#: ``h200-small-m``, the M <= 128 campaign, and ``h200-streamk-nd``, the nondeterministic reduction's rows (each
+#: measured after the model was frozen, used for no choice).
 DATASETS: dict[str, Callable[..., DataSet]] = {
     "h200": load_h200, "b200": load_b200,
     "h200-wide": lambda path=None: load_h200(path, split="dev"),
     "h200-wide-heldout": lambda path=None: load_h200(path, split="held_out"),
     "h200-streamk": lambda path=None: load_h200(path, split="streamk"),
-    "h200-small-m": lambda path=None: load_h200(path, split="small_m")}
+    "h200-small-m": lambda path=None: load_h200(path, split="small_m"),
+    "h200-streamk-nd": lambda path=None: load_h200(path, split="streamk_nd")}
 #: What ``wsim accuracy`` scores without ``--data``.
 DEFAULT_DATASETS = ("h200", "b200")
 
