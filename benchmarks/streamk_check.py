@@ -1,10 +1,12 @@
-"""The model and wsim tune against the measured stream-K campaign (validation/results/h200_streamk.json), CPU only.
+"""The model and wsim tune against the measured stream-K campaign (validation/results/h200_streamk.json and
+h200_streamk_nd.json, its nondeterministic-reduction rows), CPU only.
 
     python benchmarks/streamk_check.py [--jobs N] [--all-rows] [--out validation/results/streamk_check.md]
     python benchmarks/streamk_check.py --data validation/results/h200_small_m.json --out validation/results/small_m_check.md
 
 For every problem of the ``streamk`` phase: wsim tune's pick (``--space hw``, the H200 at the median
-in-kernel clock of the problem's measured rows) and its measured time against cuBLAS, the measured best;
+in-kernel clock of the problem's measured rows) and its measured time against cuBLAS (the cuBLAS timed in the
+same run as the pick's row), the measured best;
 and the model's error on the measured rows (each simulated at its own in-kernel clock, the way ``wsim
 accuracy`` scores the campaign rows): by default the raster-M rows of clusters 1x1 and 2x1 (a quarter of the
 rows; ``--all-rows`` for all 1872, ~1 CPU-hour), stream-K scheduler and data-parallel rows apart.
@@ -28,7 +30,7 @@ from simulator.engine.tune import tune  # noqa: E402
 from simulator.kernels.space import HW_FIELDS, hw_kernel_fields, sm90_config_from_hw  # noqa: E402
 from simulator.machine.arch import ArchSpec  # noqa: E402
 
-DATA = ROOT / "validation/results/h200_streamk.json"
+DATA = (ROOT / "validation/results/h200_streamk.json", ROOT / "validation/results/h200_streamk_nd.json")
 SPAN = "_trace-span"
 
 
@@ -66,16 +68,28 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--all-rows", action="store_true", help="simulate every measured row, not the default subset")
-    ap.add_argument("--data", default=str(DATA), help="a campaign file of one phase (default: %(default)s)")
+    ap.add_argument("--data", nargs="+", default=[str(p) for p in DATA],
+                    help="campaign files of one phase each, of the same problems (default: %(default)s)")
     ap.add_argument("--out", default=str(ROOT / "validation/results/streamk_check.md"))
     a = ap.parse_args(argv)
-    src = Path(a.data).resolve()
-    rows, data, phase = _rows(src)
-    ours = [r for r in rows if r.get("kernel") == "wsim_sm90_twin" and r.get("event_us") and r.get("clock_ghz")]
+    srcs = [Path(x).resolve() for x in a.data]
+    ours, cub, datas, phases = [], {}, [], []
+    for src in srcs:
+        rows, data, phase = _rows(src)
+        datas.append(data)
+        phases.append(phase)
+        for r in rows:                   # each row with the cuBLAS time of its own run
+            if r.get("kernel") == "cublas":
+                cub[(src, r["m"], r["n"], r["k"])] = r["event_us"]
+            elif r.get("kernel") == "wsim_sm90_twin" and r.get("event_us") and r.get("clock_ghz"):
+                ours.append({**r, "src": src})
+    data, phase = datas[0], phases[0]
     shapes = sorted({(r["m"], r["n"], r["k"]) for r in ours}, key=lambda s: [tuple(x) for x in data["plan"]
                                                                           [phase]["shapes"]].index(s))
     clock = {s: statistics.median(r["clock_ghz"] for r in ours if (r["m"], r["n"], r["k"]) == s) for s in shapes}
-    cub = {(r["m"], r["n"], r["k"]): r["event_us"] for r in rows if r.get("kernel") == "cublas"}
+
+    def x_cublas(r) -> float:
+        return cub[(r["src"], r["m"], r["n"], r["k"])] / r["event_us"]
     scored = [r for r in ours if a.all_rows or (_fields(r["config"])["raster"] == "m"
                                                and (_fields(r["config"])["cluster_m"], _fields(r["config"])["cluster_n"])
                                                in ((1, 1), (2, 1)))]
@@ -86,22 +100,26 @@ def main(argv=None) -> int:
         sims = dict(ex.map(_sim, jobs, chunksize=4))
     meas = {f"{r['m']}x{r['n']}x{r['k']}|{r['config']}": r for r in ours}
     scored_keys = {j[0] for j in jobs}
-    cmd = "python benchmarks/streamk_check.py" + ("" if src == DATA else f" --data {src.relative_to(ROOT)}")
-    out = [f"# wsim against the measured {phase} campaign", "",
-           f"`{cmd}` over {src.relative_to(ROOT)} ({data['env']['device']}, "
-           f"{data['env']['date_utc']}): wsim tune's pick (`--space hw`, the H200 at the problem's median in-kernel "
-           "clock) measured against cuBLAS, and the model's error on every measured row (each simulated at its own "
-           "in-kernel clock).", "",
-           "| problem | cuBLAS us | measured best x cuBLAS | tune's pick | measured us | x cuBLAS | pick / best |",
+    cmd = "python benchmarks/streamk_check.py" + ("" if tuple(srcs) == DATA else
+                                                  " --data " + " ".join(str(x.relative_to(ROOT)) for x in srcs))
+    over = ", ".join(f"{x.relative_to(ROOT)} ({d['env']['device']}, {d['env']['date_utc']})"
+                     for x, d in zip(srcs, datas, strict=True))
+    out = [f"# wsim against the measured {' and '.join(phases)} campaign", "",
+           f"`{cmd}` over {over}: wsim tune's pick (`--space hw`, the H200 at the problem's median in-kernel "
+           "clock) measured against cuBLAS (the cuBLAS of the pick's own run), and the model's error on every "
+           "measured row (each simulated at its own in-kernel clock).", "",
+           "| problem | cuBLAS us (the best's run) | measured best x cuBLAS | tune's pick | measured us | x cuBLAS | "
+           "pick / best |",
            "| --- | ---: | ---: | --- | ---: | ---: | ---: |"]
     for s in shapes:
         key = f"{s[0]}x{s[1]}x{s[2]}"
-        best = min(r["event_us"] for r in ours if (r["m"], r["n"], r["k"]) == s)
+        best = max((r for r in ours if (r["m"], r["n"], r["k"]) == s), key=x_cublas)
         nm, _ = picks[s]
         row = meas.get(f"{key}|{nm}{SPAN}")
-        t = row["event_us"] if row else None
-        out.append(f"| {key} | {cub[s]:.1f} | {cub[s] / best:.2f} | {nm} | "
-                   + (f"{t:.1f} | {cub[s] / t:.2f} | {t / best:.3f} |" if t else "not measured | - | - |"))
+        cb = cub[(best["src"], *s)]
+        out.append(f"| {key} | {cb:.1f} | {x_cublas(best):.2f} | {nm} | "
+                   + (f"{row['event_us']:.1f} | {x_cublas(row):.2f} | {x_cublas(best) / x_cublas(row):.3f} |"
+                      if row else "not measured | - | - |"))
     out += ["", f"Model error on {len(scored)} of the {len(ours)} measured rows of our kernel"
             + ("" if a.all_rows else " (raster M, clusters 1x1 and 2x1; `--all-rows` for all)") + ":", "",
             "| rows | n | MAPE | max error | bias |", "| --- | ---: | ---: | ---: | ---: |"]

@@ -74,17 +74,19 @@ def test_hw_space_is_the_campaign_list():
         # the model derives the mainloop stages the twin computes for itself
         r = c.resolved(H200)
         assert r.mainloop_stages == _twin_stages(c.tile_m, c.cta_tile_n, f["epilogue_tile_n"], f["epilogue_store_stages"])
-    # stage 1 varies tile/schedule/cluster/decomposition at the list's first raster and swizzle
+    # stage 1 varies tile/schedule/cluster/decomposition/reduction at the list's first raster and swizzle
     first = sp.stage_candidates(0, [sp.base], H200)
     assert len(first) == len({(d["schedule"], d["tile_n"], d["cluster_m"], d["cluster_n"],
-                                d.get("decomposition", "data_parallel"), d.get("splits", 1)) for d in listed})
+                                d.get("decomposition", "data_parallel"), d.get("splits", 1),
+                                d.get("reduction", "deterministic")) for d in listed})
+    assert {c.reduction for c in first if c.decomposition != "data_parallel"} == set(S.HW_REDUCTIONS)
     assert {(c.raster, c.swizzle) for c in first} == {(listed[0]["raster"], listed[0]["swizzle"])}
 
 
 def test_hw_space_imports_without_simpy_numpy_or_the_dsl():
     """The GPU campaign imports the candidate list on a machine without SimPy: importing
     simulator.kernels.space loads the configs and nothing heavy."""
-    code = ("import sys, simulator.kernels.space as s; assert len(s.hw_space()) == 96 + 5 * 64; "
+    code = ("import sys, simulator.kernels.space as s; assert len(s.hw_space()) == 96 + 2 * 5 * 64; "
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('simulator', 'hw_kernels', 'simpy', 'numpy', 'matplotlib', 'torch', 'cutlass'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
@@ -112,6 +114,9 @@ def test_hw_space_has_the_stream_k_decompositions_on_cooperative_tiles_only():
     sk = listed[96:]
     assert {d["schedule"] for d in sk} == {"cooperative"}
     assert {(d["decomposition"], d["splits"]) for d in sk} == set(S.HW_DECOMPOSITIONS[1:])
+    # each stream-K candidate with either reduction, the deterministic ones (the streamk campaign's) first
+    assert [d["reduction"] for d in sk] == ["deterministic"] * 320 + ["nondeterministic"] * 320
+    assert [{**d, "reduction": "deterministic"} for d in sk[320:]] == sk[:320]
     cfg = S.sm90_config_from_hw(sk[0], 512, 512, 32768)
     assert S.hw_kernel_fields(cfg)["decomposition"] == sk[0]["decomposition"]
 

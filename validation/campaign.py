@@ -73,7 +73,7 @@ from hw_kernels import records as R
 from hw_kernels.host import KernelConfig
 from hw_kernels.rules import can_implement, config_problems
 from simulator.engine.out_path import check_output_dir
-from simulator.kernels.space import HW_DECOMPOSITIONS, hw_space
+from simulator.kernels.space import HW_DECOMPOSITIONS, HW_REDUCTIONS, hw_space
 from validation import campaign_wide as W
 
 RESULT = "campaign.json"
@@ -176,14 +176,17 @@ def space_configs() -> list[KernelConfig]:
 
 
 def streamk_configs() -> list[KernelConfig]:
-    """The ``streamk`` phase's candidates: every ``hw_space()`` config with max swizzle 1 (span-instrumented)."""
-    return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space() if d["swizzle"] == 1]
+    """The ``streamk`` phase's candidates: every ``hw_space()`` config with max swizzle 1 and the deterministic
+    reduction (span-instrumented)."""
+    return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space(reductions=HW_REDUCTIONS[:1])
+            if d["swizzle"] == 1]
 
 
 def streamk_nd_configs() -> list[KernelConfig]:
-    """The ``streamk_nd`` phase's candidates: the ``streamk`` phase's stream-K scheduler ones (every
-    decomposition but data-parallel) with the nondeterministic reduction."""
-    return [replace(c, reduction="nondeterministic") for c in streamk_configs() if c.decomposition != "data_parallel"]
+    """The ``streamk_nd`` phase's candidates: every stream-K scheduler config of ``hw_space()`` with max swizzle
+    1 and the nondeterministic reduction (the ``streamk`` phase's, each with the other reduction)."""
+    return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space(reductions=HW_REDUCTIONS[1:])
+            if d["swizzle"] == 1 and d.get("decomposition", "data_parallel") != "data_parallel"]
 
 
 def small_m_configs() -> list[KernelConfig]:

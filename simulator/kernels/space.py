@@ -228,18 +228,22 @@ HW_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 HW_RASTERS = ("m", "n")
 HW_SWIZZLES = (1, 4)
 #: The stream-K scheduler's decompositions the twin runs (cooperative only, as CUTLASS), as (decomposition,
-#: splits): the static scheduler, CUTLASS's heuristic, forced stream-K, split-K by 2, 4 and 8. Reduction:
-#: deterministic (CUTLASS's default).
+#: splits): the static scheduler, CUTLASS's heuristic, forced stream-K, split-K by 2, 4 and 8.
 HW_DECOMPOSITIONS = (("data_parallel", 1), ("heuristic", 1), ("stream_k", 1), ("split_k", 2), ("split_k", 4),
                      ("split_k", 8))
+#: Their reductions: deterministic (CUTLASS's default: middle splits add in K order, each waiting its turn)
+#: and nondeterministic (middle splits add with atomics as soon as the first split has stored).
+HW_REDUCTIONS = ("deterministic", "nondeterministic")
 
 
-def hw_space(decompositions: tuple[tuple[str, int], ...] = HW_DECOMPOSITIONS) -> list[dict]:
+def hw_space(decompositions: tuple[tuple[str, int], ...] = HW_DECOMPOSITIONS,
+             reductions: tuple[str, ...] = HW_REDUCTIONS) -> list[dict]:
     """Every candidate of ``--space hw``: KernelConfig field dicts (``hw_kernels.host.KernelConfig(**d)``),
     in a fixed order: the data-parallel ones first (the 96 of the earlier campaigns, in their order: what
     the H200 campaign's ``space`` and ``wide`` phases measure, ``decompositions=HW_DECOMPOSITIONS[:1]``),
-    then the cooperative tiles with each stream-K decomposition of ``decompositions`` (its ``streamk``
-    phase)."""
+    then the cooperative tiles with each stream-K decomposition of ``decompositions``, one reduction of
+    ``reductions`` after the other (the deterministic ones: the ``streamk`` phase; the nondeterministic
+    ones: ``streamk_nd``)."""
     out = []
     if ("data_parallel", 1) not in decompositions:
         raise ConfigError("hw_space: the data-parallel candidates come first; keep ('data_parallel', 1)")
@@ -247,13 +251,14 @@ def hw_space(decompositions: tuple[tuple[str, int], ...] = HW_DECOMPOSITIONS) ->
         out.append({"tile_m": 128, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn,
                     "schedule": schedule, "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32,
                     "epilogue_store_stages": 4})
-    for (dec, splits), (schedule, tile_n), (cm, cn), raster, swizzle in product(
-            [d for d in decompositions if d != ("data_parallel", 1)], HW_TILES, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES):
+    for reduction, (dec, splits), (schedule, tile_n), (cm, cn), raster, swizzle in product(
+            reductions, [d for d in decompositions if d != ("data_parallel", 1)], HW_TILES, HW_CLUSTERS, HW_RASTERS,
+            HW_SWIZZLES):
         if schedule != "cooperative":
             continue
         out.append({"tile_m": 128, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn,
                     "schedule": schedule, "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32,
-                    "epilogue_store_stages": 4, "decomposition": dec, "splits": splits})
+                    "epilogue_store_stages": 4, "decomposition": dec, "splits": splits, "reduction": reduction})
     return out
 
 
@@ -269,7 +274,8 @@ def hw_small_m_space() -> list[dict]:
 HW_FIELDS = ("tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "schedule", "mainloop_stages", "raster",
              "swizzle", "epilogue_tile_n", "epilogue_store_stages", "decomposition", "splits", "reduction")
 #: Fields of the twin's candidates that stage 1 of the hw search varies (the rest: later stages).
-HW_STAGE1_FIELDS = ("schedule", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "decomposition", "splits")
+HW_STAGE1_FIELDS = ("schedule", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "decomposition", "splits",
+                    "reduction")
 
 
 def sm90_config_from_hw(fields_: dict, m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Sm90GemmConfig:  # noqa: E741
