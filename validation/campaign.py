@@ -237,11 +237,9 @@ def plan(quick: bool = False) -> dict:
                       next(x for x in order if not x.held_out and x.dtype == "bf16")]
         p["wide"] = _wide(quick_wide, pick)
         sk = streamk_configs()
-        p["streamk"] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
-                        "configs": [c for c in sk if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
-        p["streamk_nd"] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
-                           "configs": [c for c in streamk_nd_configs()
-                                       if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
+        for ph, cfgs in (("streamk", sk), ("streamk_nd", streamk_nd_configs())):
+            p[ph] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
+                     "configs": [c for c in cfgs if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
         sm = small_m_configs()
         p["small_m"] = {"shapes": [(64, 8192, 4096), (100, 4096, 2048)], "dtype": "fp16",
                         "configs": [c for c in sm if c.raster == "m" and c.cluster_m * c.cluster_n == 1]}
@@ -962,12 +960,11 @@ class Campaign:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
         if "wide" in phases:
             self.phase_wide(p["wide"], quick)
-        if "streamk" in phases:
-            self.phase_rows("streamk", p["streamk"], budget_s=0.6 if quick else 1.5, max_rounds=15, min_rounds=5)
-        if "small_m" in phases:
-            self.phase_rows("small_m", p["small_m"], **small_m_rounds(quick))
-        if "streamk_nd" in phases:
-            self.phase_rows("streamk_nd", p["streamk_nd"], budget_s=0.6 if quick else 1.5, max_rounds=15, min_rounds=5)
+        for ph in ("streamk", "small_m", "streamk_nd"):
+            if ph in phases:
+                rounds = small_m_rounds(quick) if ph == "small_m" else {
+                    "budget_s": 0.6 if quick else 1.5, "max_rounds": 15, "min_rounds": 5}
+                self.phase_rows(ph, p[ph], **rounds)
 
 
 # =============================================================================================== publish
@@ -1103,35 +1100,11 @@ def _tile_family(config: str) -> str:
 SMALL_M_FAMILIES = ("64-row ping-pong", "128-row ping-pong", "cooperative")
 
 
-def small_m_markdown(pub: dict) -> str:
-    """The ``small_m`` phase's summary: per problem cuBLAS, our best of all candidates and of each tile family
-    (64-row ping-pong, 128-row ping-pong, cooperative) against it, and how many outputs were correct."""
-    fam_head = " | ".join(f"best {f} | us | x cuBLAS" for f in SMALL_M_FAMILIES)
-    out = _phase_head(pub, "H200 M <= 128 campaign", " Data-parallel, max swizzle 1, clusters 1x1, 1x2, 2x1, "
-                      "rasters M and N.") + [
-           f"| problem | cuBLAS us | best (all) | us | x cuBLAS | {fam_head} | correct |",
-           "| --- | ---: | --- | ---: | ---: | " + " | ".join("--- | ---: | ---:" for _ in SMALL_M_FAMILIES) + " | ---: |"]
-    for (m, n, k), cub, ours, ok, checked in _per_problem(pub):
-        cells = []
-        for sel in [ours] + [[x for x in ours if _tile_family(x["config"]) == f] for f in SMALL_M_FAMILIES]:
-            b = _fastest(sel)
-            ratio = cub / b["event_us"] if b and cub else None
-            cells.append(f"{b['config'] if b else '-'} | {_f(b and b['event_us'])} | {_f(ratio, 2)}")
-        out.append(f"| {m}x{n}x{k} | {_f(cub)} | {' | '.join(cells)} | {ok}/{checked} |")
-    out += ["", "x cuBLAS = cuBLAS time / ours (> 1: ours is faster). Config names: hw_kernels.host.KernelConfig.name() "
-            "(`_pp`: ping-pong, the leading MxN the CTA tile)."]
-    return "\n".join(out) + "\n"
-
-
-def streamk_nd_markdown(pub: dict) -> str:
-    """The ``streamk_nd`` phase's summary: per problem cuBLAS and our best nondeterministic-reduction
-    candidate of each kind (all, stream-K or heuristic, split-K), and how many outputs were correct."""
-    kinds = (("all", lambda c: True), ("stream-K or heuristic", lambda c: "_dsk" in c or "_dh" in c),
-             ("split-K", lambda c: "_ds" in c and "_dsk" not in c))
+def _best_by_kind(pub: dict, title: str, extra: str, kinds, names: str) -> str:
+    """A phase summary: per problem cuBLAS, our best candidate of each kind (``kinds``: (name, predicate on
+    the config name)) against it, and how many outputs were correct; ``names``: how to read the names."""
     head = " | ".join(f"best {name} | us | x cuBLAS" for name, _ in kinds)
-    out = _phase_head(pub, "H200 stream-K / split-K campaign, nondeterministic reduction",
-                      " Cooperative tiles, max swizzle 1, every cluster and raster of the streamk phase; middle "
-                      "splits add with red.global.add.f32 (no turn order).") + [
+    out = _phase_head(pub, title, extra) + [
            f"| problem | cuBLAS us | {head} | correct |",
            "| --- | ---: | " + " | ".join("--- | ---: | ---:" for _ in kinds) + " | ---: |"]
     for (m, n, k), cub, ours, ok, checked in _per_problem(pub):
@@ -1142,8 +1115,27 @@ def streamk_nd_markdown(pub: dict) -> str:
             cells.append(f"{b['config'] if b else '-'} | {_f(b and b['event_us'])} | {_f(ratio, 2)}")
         out.append(f"| {m}x{n}x{k} | {_f(cub)} | {' | '.join(cells)} | {ok}/{checked} |")
     out += ["", "x cuBLAS = cuBLAS time / ours (> 1: ours is faster). Config names: hw_kernels.host.KernelConfig.name() "
-            "(`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_nd` the nondeterministic reduction)."]
+            f"({names})."]
     return "\n".join(out) + "\n"
+
+
+def small_m_markdown(pub: dict) -> str:
+    """The ``small_m`` phase's summary: our best of all candidates and of each tile family (64-row ping-pong,
+    128-row ping-pong, cooperative) against cuBLAS."""
+    kinds = [("(all)", lambda c: True)] + [(f, lambda c, f=f: _tile_family(c) == f) for f in SMALL_M_FAMILIES]
+    return _best_by_kind(pub, "H200 M <= 128 campaign", " Data-parallel, max swizzle 1, clusters 1x1, 1x2, 2x1, "
+                         "rasters M and N.", kinds, "`_pp`: ping-pong, the leading MxN the CTA tile")
+
+
+def streamk_nd_markdown(pub: dict) -> str:
+    """The ``streamk_nd`` phase's summary: our best nondeterministic-reduction candidate of each kind (all,
+    stream-K or heuristic, split-K) against cuBLAS."""
+    kinds = (("(all)", lambda c: True), ("stream-K or heuristic", lambda c: "_dsk" in c or "_dh" in c),
+             ("split-K", lambda c: "_ds" in c and "_dsk" not in c))
+    return _best_by_kind(pub, "H200 stream-K / split-K campaign, nondeterministic reduction",
+                         " Cooperative tiles, max swizzle 1, every cluster and raster of the streamk phase; middle "
+                         "splits add with red.global.add.f32 (no turn order).", kinds,
+                         "`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_nd` the nondeterministic reduction")
 
 
 #: Phases published to files of their own: (file base, Markdown summary).
