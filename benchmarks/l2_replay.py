@@ -43,8 +43,8 @@ def _memory(ghz: float) -> tuple[MemorySystem, float, float]:
 
 def _stream(mem, rate, fixed, ctas: int, stages: int, next_load) -> float:
     """Every CTA keeps ``stages`` loads in flight, issuing its next as its oldest lands; ``next_load(c)``
-    gives CTA c's next list of (L2 key, bytes) (one stage's loads; None when it is done). Returns the
-    cycle the last load lands."""
+    gives CTA c's next stage as a list of (L2 key, bytes read, bytes its TMA unit lands: read bytes x
+    multicast destinations), or None when it is done. Returns the cycle the last load lands."""
     tma_free = [0.0] * ctas
     ev: list = []
 
@@ -89,7 +89,7 @@ def l2share(group: int, stagger: int, ghz: float, sms: int = 132) -> float:
         pos[c] = (pos[c] + 1) % nbx
         return [(key, BOX, BOX)]
 
-    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, lambda c: next_load(c)) - start
+    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, next_load) - start
     return ctas * SHARE_COUNT * BOX / (cycles / (ghz * 1e9))
 
 
