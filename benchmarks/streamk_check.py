@@ -37,6 +37,10 @@ SPAN = "_trace-span"
 def _rows(path: Path) -> tuple[list[dict], dict, str]:
     """The campaign file's rows, the file, and its phase (the one its rows were measured in)."""
     d = json.loads(path.read_text())
+    device = d.get("env", {}).get("device", "?")
+    if "H200" not in device:
+        raise SystemExit(f"--data {path}: measured on {device!r}; this check simulates the H200 (ArchSpec.h200()), so "
+                         "it takes H200 campaigns only")
     rows = [dict(zip(d["columns"], r, strict=True)) for r in d["rows"]]
     phases = {r["phase"] for r in rows if r.get("kernel") == "wsim_sm90_twin"}
     if len(phases) != 1:

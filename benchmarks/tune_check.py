@@ -44,7 +44,7 @@ from simulator.engine.run import estimate_events  # noqa: E402
 from simulator.kernels.roofline import roofline  # noqa: E402
 from simulator.kernels.scheduler import raster_for  # noqa: E402
 from simulator.kernels.sm90_config import Sm90GemmConfig  # noqa: E402
-from simulator.kernels.space import hw_kernel_fields, make_space  # noqa: E402
+from simulator.kernels.space import HW_RAGGED_TILE_N, hw_kernel_fields, make_space  # noqa: E402
 from simulator.machine.arch import ArchSpec  # noqa: E402
 from validation.accuracy import (  # noqa: E402
     DATASETS,
@@ -172,9 +172,10 @@ def h200_results(*, jobs: int = 0, cache: SimCache, log=None, source: str = "h20
         cands = make_space("hw", 90, m, n, k, dtype, None).all_candidates(arch)
         names = [KernelConfig(**hw_kernel_fields(c)).name() for c in cands]
         # The stream-K candidates were measured only on the streamk phase's problems, the 64-row tiles (M <= 128)
-        # only on the small_m phase's: rank what was measured.
+        # only on the small_m phase's, the ragged-N widths only on the ragged_n phase's: rank what was measured.
         missing = [nm for nm, c in zip(names, cands, strict=True)
-                   if nm not in ours and c.decomposition == "data_parallel" and c.tile_m != 64]
+                   if nm not in ours and c.decomposition == "data_parallel" and c.tile_m != 64
+                   and c.cta_tile_n not in HW_RAGGED_TILE_N]
         if missing:
             raise ValueError(f"{dtype} {m}x{n}x{k}: candidate {missing[0]} has no measured row")
         keep = [i for i, nm in enumerate(names) if nm in ours]

@@ -17,6 +17,9 @@ from . import records as R
 #: static scheduler) and its reduction modes.
 DECOMPOSITIONS = ("data_parallel", "heuristic", "split_k", "stream_k")
 REDUCTIONS = ("deterministic", "nondeterministic")
+#: tile_n a warpgroup of 64 rows takes (cooperative, 64-row ping-pong): wgmma N up to 256 in steps of the
+#: epilogue's 32-column subtile (96, 160 and 224 cover ragged N such as 800 = 5 x 160 without a part-empty tile).
+TILE_N_64_ROWS = tuple(range(64, 257, 32))
 
 
 def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle,
@@ -46,12 +49,13 @@ def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, rast
     if tile_m not in ok_m:
         p.append(f"tile_m={tile_m}: must be one of {ok_m} for {schedule} (cooperative: two warpgroups x 64 "
                  "rows; ping-pong: one warpgroup x one or two m64 wgmma)")
-    # a warpgroup holds (64 cooperative, tile_m ping-pong) x tile_n fp32 accumulators in 232 registers
+    # a warpgroup holds (64 cooperative, tile_m ping-pong) x tile_n fp32 accumulators in 232 registers; the
+    # epilogue's 32-column subtile (and every cluster's multicast slice of B, 8-row swizzle atoms) divides tile_n
     wg_rows = 64 if schedule == "cooperative" else tile_m
-    ok_n = (64, 128, 192, 256) if wg_rows == 64 else (64, 128)
+    ok_n = TILE_N_64_ROWS if wg_rows == 64 else (64, 128)
     if tile_n not in ok_n:
-        p.append(f"tile_n={tile_n}: must be one of {ok_n} for {schedule} with tile_m={tile_m} (wgmma N; a "
-                 f"warpgroup holds {wg_rows} x tile_n fp32 accumulators in 232 registers)")
+        p.append(f"tile_n={tile_n}: must be one of {ok_n} for {schedule} with tile_m={tile_m} (wgmma N, a "
+                 f"multiple of 32; a warpgroup holds {wg_rows} x tile_n fp32 accumulators in 232 registers)")
     if tile_k != 64:
         p.append(f"tile_k={tile_k}: must be 64 (one 128-byte swizzle row of 16-bit elements)")
     for name, v in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):

@@ -297,3 +297,56 @@ def test_streamk_nd_dry_run_publishes_its_own_file_and_scores_as_a_data_set(tmp_
     assert {r["fields"]["reduction"] for r in rows if r["fields"]} == {"nondeterministic"}
     ds = DATASETS["h200-streamk-nd"](pub)          # the data set of these rows; a dry run is never scored
     assert ds.name == "h200-streamk-nd" and not ds.rows and "dry-run" in ds.skipped[0]
+
+
+# ---------------------------------------------------------------------------------------- ragged N
+def test_cooperative_and_64_row_tiles_take_every_multiple_of_32_and_name_the_rule_otherwise():
+    for tn in (96, 160, 224):
+        assert _problems(KernelConfig(tile_n=tn)) == []
+        assert _problems(KernelConfig(tile_m=64, tile_n=tn, schedule="pingpong")) == []
+    for tn in (80, 288, 32):
+        assert any(f"tile_n={tn}: must be one of (64, 96, 128, 160, 192, 224, 256)" in p
+                   for p in _problems(KernelConfig(tile_n=tn)))
+    assert any("tile_n=160" in p for p in _problems(KernelConfig(tile_n=160, schedule="pingpong")))
+    # the epilogue subtile divides the tile: 64 columns do not divide 160
+    assert any("epilogue_tile_n=64" in p for p in _problems(KernelConfig(tile_n=160, epilogue_tile_n=64)))
+
+
+def test_ragged_n_plan_every_width_cluster_and_raster_of_the_cooperative_kernel():
+    from validation.campaign import (
+        RAGGED_N_HELD_OUT,
+        RAGGED_N_SHAPES,
+        check_plan,
+        plan,
+        ragged_n_configs,
+    )
+    p = plan()["ragged_n"]
+    cfgs = ragged_n_configs()
+    assert p["shapes"] == RAGGED_N_SHAPES and set(RAGGED_N_HELD_OUT) < set(RAGGED_N_SHAPES)
+    assert all(n % 128 for _, n, _ in RAGGED_N_SHAPES)
+    assert p["configs"] == cfgs and all(_problems(c) == [] for c in cfgs)
+    assert {c.tile_n for c in cfgs} == {96, 128, 160, 192, 224, 256} and {c.schedule for c in cfgs} == {"cooperative"}
+    assert {c.decomposition for c in cfgs} == {"data_parallel", "heuristic", "stream_k"}
+    assert {c.reduction for c in cfgs} == {"deterministic"} and {c.swizzle for c in cfgs} == {1}
+    # 6 widths x 4 clusters x 2 rasters x 3 decompositions; one compile per width, cluster and scheduler
+    assert len(cfgs) == 144 and len(check_plan({"ragged_n": p})["fp16"]) == 48
+
+
+def test_ragged_n_dry_run_publishes_a_file_named_by_its_gpu_with_the_held_out_problems_apart(tmp_path):
+    from validation.campaign import RAGGED_N_BASE, gpu_tag, main, publish, ragged_n_markdown
+    assert [gpu_tag({"device": d}) for d in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "cpu")] == ["h100", "h200", "gpu"]
+    out = tmp_path / "run"
+    assert main(["--dry-run", "--quick", "--phases", "ragged_n", "--out", str(out)]) == 0
+    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    assert sorted(p.name for p in paths) == [f"{RAGGED_N_BASE.format(gpu='gpu')}.dry_run.{x}" for x in ("json", "md")]
+    pub = json.loads(next(p for p in paths if p.suffix == ".json").read_text())
+    md = ragged_n_markdown(pub)
+    assert "development problems" in md and "held-out problems" not in md and "best ragged-N width" in md
+    # a row of a held-out problem goes to the held-out table only
+    cols = pub["columns"]
+    held = [dict(zip(cols, r, strict=True)) for r in pub["rows"]]
+    for r in held:
+        r.update(m=6144, n=3360, k=4096)
+    both = ragged_n_markdown({**pub, "rows": pub["rows"] + [[r[c] for c in cols] for r in held]})
+    dev, _, ho = both.partition("held-out problems")
+    assert "| 6144x3360x4096 |" in ho and "| 6144x3360x4096 |" not in dev and "| 1000x800x520 |" in dev

@@ -29,7 +29,13 @@ def test_pick_regret_and_ties():
 
 def test_every_hw_candidate_has_a_measured_row_and_the_default_maps_to_one():
     from hw_kernels.host import KernelConfig
-    from simulator.kernels.space import HW_DECOMPOSITIONS, hw_kernel_fields, hw_space, make_space
+    from simulator.kernels.space import (
+        HW_DECOMPOSITIONS,
+        HW_RAGGED_TILE_N,
+        hw_kernel_fields,
+        hw_space,
+        make_space,
+    )
     h200 = ArchSpec.h200()
     shapes = {k[1:]: v for k, v in tc.h200_shapes().items()}
     assert len(shapes) == 13
@@ -37,7 +43,8 @@ def test_every_hw_candidate_has_a_measured_row_and_the_default_maps_to_one():
     for (m, n, k), rows in shapes.items():
         measured = {r["config"].removesuffix(tc.SPAN_SUFFIX) for r in rows if r["kernel"] != "cublas"}
         cands = [c for c in make_space("hw", 90, m, n, k, "fp16", None).all_candidates(h200)
-                 if c.decomposition == "data_parallel"]     # the stream-K ones: the streamk phase's problems
+                 if c.decomposition == "data_parallel"      # the stream-K ones: the streamk phase's problems
+                 and c.cta_tile_n not in HW_RAGGED_TILE_N]  # the ragged-N widths: the ragged_n phase's
         names = [KernelConfig(**hw_kernel_fields(c)).name() for c in cands]
         assert len(names) == len(set(names)) == 96 and set(names) == names_hw
         assert set(names) <= measured, (m, n, k)

@@ -177,3 +177,24 @@ def test_hw_space_adds_the_64_row_pingpong_tiles_for_small_m(m):
         assert c.epi_tile == (64, f["epilogue_tile_n"])
         assert c.resolved(H200).mainloop_stages == _twin_stages(64, c.cta_tile_n, 32, 4)
     assert len(S.make_space("hw", 90, 129, 28672, 4096, "fp16").all_candidates(H200)) == len(S.hw_space())
+
+
+def test_ragged_n_widths_only_where_they_pad_n_no_more_than_the_best_wide_tile():
+    from simulator.kernels.space import HW_RAGGED_TILE_N, hw_space, hw_space_sm90, ragged_tile_n
+    assert ragged_tile_n(800) == (96, 160, 224)       # 128 pads 96 columns; 96 pads 64, 160 none, 224 96
+    assert ragged_tile_n(1440) == (96, 160) and ragged_tile_n(672) == (96, 224)
+    assert ragged_tile_n(4096) == ragged_tile_n(1536) == ragged_tile_n(1000) == ()
+    with pytest.raises(ConfigError, match="n=0"):
+        ragged_tile_n(0)
+    base = hw_space()
+    assert len(base) == 736                           # the campaign's lists are unchanged
+    more = hw_space(ragged_n=(160,))
+    assert more[:736] == base and {c["tile_n"] for c in more[736:]} == {160}
+    # 4 clusters x 2 rasters x 2 swizzles x (data-parallel + 5 stream-K decompositions x 2 reductions)
+    assert len(more) - 736 == 16 * 11 and all(c["schedule"] == "cooperative" for c in more[736:])
+    with pytest.raises(ConfigError, match=r"ragged_n=\[80\]"):
+        hw_space(ragged_n=(80,))
+    sp = hw_space_sm90(12000, 800, 3000)
+    tiles = {u["tile_n"] for u in sp.stages[0][0].values(sp.base)}
+    assert set(HW_RAGGED_TILE_N) <= tiles and "ragged-N tiles (96, 160, 224)" in sp.note
+    assert {u["tile_n"] for u in hw_space_sm90(4096, 4096, 4096).stages[0][0].values(None)} == {64, 128, 192, 256}

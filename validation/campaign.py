@@ -32,6 +32,11 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
   warpgroup one 64 x tile_n tile, every tile_n the rules allow) beside the 128-row ping-pong and cooperative
   tiles, clusters 1x1, 1x2, 2x1, rasters M and N, max swizzle 1, data-parallel, on ``SMALL_M_SHAPES``, plus
   cuBLAS, checked and timed as in ``space``; published to ``h200_small_m.json`` / ``.md``.
+* ``ragged_n`` (not run unless named): N that the 128/192/256-column tiles leave a part-empty last tile column
+  (issue 18; ``RAGGED_N_SHAPES``, ``RAGGED_N_HELD_OUT`` reported apart): the cooperative tiles of ``hw_space()``
+  beside the ragged-N widths (``HW_RAGGED_TILE_N``), every cluster and raster, max swizzle 1, data-parallel,
+  heuristic and stream-K (deterministic), plus cuBLAS, checked and timed as in ``space``; published to
+  ``<gpu>_ragged_n.json`` / ``.md`` (``h100`` or ``h200``: the lent machine is either).
 * ``wide`` (not run unless named in ``--phases``): :mod:`validation.campaign_wide`'s
   problems, each split ``dev`` / ``held_out`` before anything runs, every candidate as in ``space``,
   fp16 and bf16; ``--publish`` writes held-out rows to their own file and no summary of them.
@@ -73,7 +78,7 @@ from hw_kernels import records as R
 from hw_kernels.host import KernelConfig
 from hw_kernels.rules import can_implement, config_problems
 from simulator.engine.out_path import check_output_dir
-from simulator.kernels.space import HW_DECOMPOSITIONS, HW_REDUCTIONS, hw_space
+from simulator.kernels.space import HW_DECOMPOSITIONS, HW_RAGGED_TILE_N, HW_REDUCTIONS, hw_space
 from validation import campaign_wide as W
 
 RESULT = "campaign.json"
@@ -145,6 +150,14 @@ SMALL_M_SHAPES = [(16, 28672, 4096), (32, 8192, 8192), (64, 28672, 4096), (64, 8
 SMALL_M_TILES = ([("pingpong", 64, tn) for tn in (64, 128, 192, 256)] + [("pingpong", 128, tn) for tn in (64, 128)]
                  + [("cooperative", 128, tn) for tn in (64, 128, 192, 256)])
 SMALL_M_CLUSTERS = ((1, 1), (1, 2), (2, 1))
+#: The ``ragged_n`` phase's problems (fp16): N not a multiple of 128 (800 = 5 x 160, 672 = 7 x 96 = 3 x 224, ...),
+#: in the order the time limit should keep them; ``RAGGED_N_HELD_OUT`` (chosen with the rest, before any was
+#: measured) are summarised apart and used for no choice.
+RAGGED_N_SHAPES = [(12000, 800, 3000), (8192, 1440, 4096), (16384, 672, 2048), (4096, 2400, 8192),
+                   (6144, 3360, 4096), (3000, 5600, 2048)]
+RAGGED_N_HELD_OUT = ((6144, 3360, 4096), (3000, 5600, 2048))
+#: Its stream-K scheduler decompositions (beside data-parallel): the ones a wave tail calls for.
+RAGGED_N_DECOMPOSITIONS = (("data_parallel", 1), ("heuristic", 1), ("stream_k", 1))
 SMALL_M_RASTERS = ("m", "n")
 #: Host time per config per alternating round beyond ``EST_ROUND_S`` (record-buffer read and span decode):
 #: validation/results/h200_streamk.json, 64x28672x4096: 14.1 s of rounds over 15 rounds x 209 configs.
@@ -159,14 +172,14 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 #: The host-launch-path problems.
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
-PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd")
+PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n")
 #: The wide phase writes its result file at most this often (s) and at its end.
 SAVE_EVERY_S = 30.0
-#: What runs without ``--phases``: every phase but ``wide``, ``streamk``, ``small_m`` and ``streamk_nd``
-#: (campaigns of their own).
-DEFAULT_PHASES = PHASES[:-4]
+#: What runs without ``--phases``: every phase but ``wide``, ``streamk``, ``small_m``, ``streamk_nd`` and
+#: ``ragged_n`` (campaigns of their own).
+DEFAULT_PHASES = PHASES[:-5]
 #: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
-SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd")
+SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n")
 
 
 def space_configs() -> list[KernelConfig]:
@@ -187,6 +200,15 @@ def streamk_nd_configs() -> list[KernelConfig]:
     1 and the nondeterministic reduction (the ``streamk`` phase's, each with the other reduction)."""
     return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space(reductions=HW_REDUCTIONS[1:])
             if d["swizzle"] == 1 and d.get("decomposition", "data_parallel") != "data_parallel"]
+
+
+def ragged_n_configs() -> list[KernelConfig]:
+    """The ``ragged_n`` phase's candidates: the cooperative tiles of ``hw_space()`` but 128x64, and every
+    ``HW_RAGGED_TILE_N`` width, each cluster and raster, max swizzle 1, ``RAGGED_N_DECOMPOSITIONS`` with the
+    deterministic reduction (span-instrumented)."""
+    return [KernelConfig(**d, instrument=R.LEVEL_SPAN)
+            for d in hw_space(RAGGED_N_DECOMPOSITIONS, HW_REDUCTIONS[:1], ragged_n=HW_RAGGED_TILE_N)
+            if d["swizzle"] == 1 and d["schedule"] == "cooperative" and d["tile_n"] > 64]
 
 
 def small_m_configs() -> list[KernelConfig]:
@@ -224,6 +246,7 @@ def plan(quick: bool = False) -> dict:
         "streamk": {"shapes": STREAMK_SHAPES, "configs": streamk_configs(), "dtype": "fp16"},
         "small_m": {"shapes": SMALL_M_SHAPES, "configs": small_m_configs(), "dtype": "fp16"},
         "streamk_nd": {"shapes": STREAMK_SHAPES, "configs": streamk_nd_configs(), "dtype": "fp16"},
+        "ragged_n": {"shapes": RAGGED_N_SHAPES, "configs": ragged_n_configs(), "dtype": "fp16"},
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -243,6 +266,9 @@ def plan(quick: bool = False) -> dict:
         sm = small_m_configs()
         p["small_m"] = {"shapes": [(64, 8192, 4096), (100, 4096, 2048)], "dtype": "fp16",
                         "configs": [c for c in sm if c.raster == "m" and c.cluster_m * c.cluster_n == 1]}
+        p["ragged_n"] = {"shapes": [(1000, 800, 520)], "dtype": "fp16",
+                         "configs": [c for c in ragged_n_configs() if c.raster == "m" and c.cluster_m * c.cluster_n == 1
+                                     and c.tile_n in (128, 160)]}
     return p
 
 
@@ -960,7 +986,7 @@ class Campaign:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
         if "wide" in phases:
             self.phase_wide(p["wide"], quick)
-        for ph in ("streamk", "small_m", "streamk_nd"):
+        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n"):
             if ph in phases:
                 rounds = small_m_rounds(quick) if ph == "small_m" else {
                     "budget_s": 0.6 if quick else 1.5, "max_rounds": 15, "min_rounds": 5}
@@ -998,6 +1024,7 @@ def publish(run_dir: Path, dest: Path, *, repeat_dir: Path | None = None, launch
         if not sel:
             continue
         base, markdown = OWN_FILE_PHASES[ph]
+        base = base.format(gpu=gpu_tag(res["env"]))
         out = _published(res, sel, rep)
         keys = sorted({_problem_key(r) for r in sel})
         out.update({"problems": {kk: res.get("problems", {}).get(kk) for kk in keys},
@@ -1042,6 +1069,15 @@ STREAMK_BASE = "h200_streamk"
 SMALL_M_BASE = "h200_small_m"
 #: The published files of the ``streamk_nd`` phase (``.json``, ``.md``).
 STREAMK_ND_BASE = "h200_streamk_nd"
+#: The published files of the ``ragged_n`` phase (``.json``, ``.md``), named by the GPU that ran it
+#: (:func:`gpu_tag`).
+RAGGED_N_BASE = "{gpu}_ragged_n"
+
+
+def gpu_tag(env: dict) -> str:
+    """``h100`` or ``h200`` by the device a run names (``gpu`` for another): the lent machine is either."""
+    name = str(env.get("device", "")).upper()
+    return next((t.lower() for t in ("H100", "H200") if t in name), "gpu")
 
 
 def _fastest(rows: list[dict]) -> dict | None:
@@ -1138,9 +1174,31 @@ def streamk_nd_markdown(pub: dict) -> str:
                          "`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_nd` the nondeterministic reduction")
 
 
+def _tile_n(config: str) -> int:
+    return int(config.split("x", 2)[1])
+
+
+def ragged_n_markdown(pub: dict) -> str:
+    """The ``ragged_n`` phase's summary: our best candidate of all, of the ragged-N widths and of the wide tiles
+    against cuBLAS; the held-out problems (``RAGGED_N_HELD_OUT``) in a table of their own."""
+    kinds = (("(all)", lambda c: True), ("ragged-N width", lambda c: _tile_n(c) in HW_RAGGED_TILE_N),
+             ("128/192/256 width", lambda c: _tile_n(c) not in HW_RAGGED_TILE_N))
+    held = {tuple(x) for x in RAGGED_N_HELD_OUT}
+    cols = pub["columns"]
+    parts = []
+    for name, keep in (("development problems", lambda sh: sh not in held), ("held-out problems", lambda sh: sh in held)):
+        sub = dict(pub, rows=[r for r in pub["rows"] if keep((r[cols.index("m")], r[cols.index("n")], r[cols.index("k")]))])
+        if sub["rows"]:
+            parts.append(_best_by_kind(sub, f"{gpu_tag(pub['env']).upper()} ragged-N campaign, {name}", " Cooperative tiles (ragged-N widths "
+                                       f"{', '.join(map(str, HW_RAGGED_TILE_N))} beside 128, 192, 256), every cluster and "
+                                       "raster, max swizzle 1, data-parallel, heuristic and stream-K.", kinds,
+                                       "`_dh` heuristic, `_dsk` stream-K; no `_d`: the static scheduler"))
+    return "\n".join(parts)
+
+
 #: Phases published to files of their own: (file base, Markdown summary).
 OWN_FILE_PHASES = {"streamk": (STREAMK_BASE, streamk_markdown), "small_m": (SMALL_M_BASE, small_m_markdown),
-                   "streamk_nd": (STREAMK_ND_BASE, streamk_nd_markdown)}
+                   "streamk_nd": (STREAMK_ND_BASE, streamk_nd_markdown), "ragged_n": (RAGGED_N_BASE, ragged_n_markdown)}
 
 
 #: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).

@@ -24,7 +24,8 @@ Named spaces (:func:`make_space`):
   :func:`sm90_config_from_hw` (the twin's epilogue subtile is tile_m x epilogue_tile_n);
   :func:`hw_kernel_fields` maps back to ``hw_kernels.host.KernelConfig`` fields; the cooperative tiles also
   with every stream-K decomposition of :data:`HW_DECOMPOSITIONS` (stage 1 varies them with the tile); for
-  M <= 128 also the twin's 64-row ping-pong tiles (:func:`hw_small_m_space`, the campaign's ``small_m`` phase).
+  M <= 128 also the twin's 64-row ping-pong tiles (:func:`hw_small_m_space`, the campaign's ``small_m`` phase);
+  where N is ragged, the cooperative widths of :func:`ragged_tile_n` (the campaign's ``ragged_n`` phase).
 * ``gemm-model`` (SM100): the 16 configs timed in hbarclay/gemm-model's B200 data (CuTe DSL
   ``dense_gemm_persistent.py``): 2-CTA MMA 128/256 x 64/128/192/256, clusters 2x1/2x2, static
   scheduler, M-fastest tile order, no swizzle, 2 accumulator stages, fp16 in and out, the DSL's
@@ -222,6 +223,13 @@ HW_SMALL_M_TILE_N = (64, 128, 192, 256)
 #: The largest M for which ``--space hw`` adds the 64-row tiles: above it a 128-row tile is never more than
 #: half empty in its last M tile alone, and the campaign lists stay those the H200 measured.
 HW_SMALL_M_MAX_M = 128
+#: tile_n of the twin's cooperative tiles for ragged N (multiples of the 32-column epilogue subtile between
+#: the wide tiles), offered to a problem only where they pad N no more than the best wide tile
+#: (``HW_WIDE_TILE_N``): N = 800 runs 5 full 160-column tiles, or 4 of 224 (96 columns padded, as by 128),
+#: where a 256-column tile computes 1024 columns. (The first rule, "less than", left 224 out at N = 800;
+#: the ragged_n campaign's development rows found 128x224 the fastest there, and "no more than" was set then.)
+HW_RAGGED_TILE_N = (96, 160, 224)
+HW_WIDE_TILE_N = (128, 192, 256)
 #: Cluster shapes (cluster_m, cluster_n) of the twin's candidates, at most 4 CTAs.
 HW_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 #: Raster orders and max swizzle sizes the tuning campaign compares (CUTLASS semantics).
@@ -236,23 +244,42 @@ HW_DECOMPOSITIONS = (("data_parallel", 1), ("heuristic", 1), ("stream_k", 1), ("
 HW_REDUCTIONS = ("deterministic", "nondeterministic")
 
 
+def ragged_tile_n(n: int) -> tuple[int, ...]:
+    """The ``HW_RAGGED_TILE_N`` widths that leave no more padded columns of N than the best ``HW_WIDE_TILE_N``
+    (none where a wide tile divides N)."""
+    if n < 1:
+        raise ConfigError(f"n={n}: must be >= 1")
+    pad = min(-n % t for t in HW_WIDE_TILE_N)
+    return tuple(t for t in HW_RAGGED_TILE_N if -n % t <= pad) if pad else ()
+
+
 def hw_space(decompositions: tuple[tuple[str, int], ...] = HW_DECOMPOSITIONS,
-             reductions: tuple[str, ...] = HW_REDUCTIONS) -> list[dict]:
+             reductions: tuple[str, ...] = HW_REDUCTIONS, ragged_n: tuple[int, ...] = ()) -> list[dict]:
     """Every candidate of ``--space hw``: KernelConfig field dicts (``hw_kernels.host.KernelConfig(**d)``),
     in a fixed order: the data-parallel ones first (the 96 of the earlier campaigns, in their order: what
     the H200 campaign's ``space`` and ``wide`` phases measure, ``decompositions=HW_DECOMPOSITIONS[:1]``),
     then the cooperative tiles with each stream-K decomposition of ``decompositions``, one reduction of
     ``reductions`` after the other (the deterministic ones: the ``streamk`` phase; the nondeterministic
-    ones: ``streamk_nd``)."""
-    out = []
+    ones: ``streamk_nd``). ``ragged_n``: cooperative tile widths (:func:`ragged_tile_n`) appended after all
+    of those, each with every decomposition and reduction, as the ``HW_TILES`` cooperative tiles."""
     if ("data_parallel", 1) not in decompositions:
         raise ConfigError("hw_space: the data-parallel candidates come first; keep ('data_parallel', 1)")
-    for (schedule, tile_n), (cm, cn), raster, swizzle in product(HW_TILES, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES):
+    bad = [t for t in ragged_n if t not in HW_RAGGED_TILE_N]
+    if bad:
+        raise ConfigError(f"hw_space: ragged_n={bad}: each must be one of HW_RAGGED_TILE_N {HW_RAGGED_TILE_N}")
+    return _hw_tiles(HW_TILES, decompositions, reductions) + _hw_tiles(tuple(("cooperative", t) for t in ragged_n), decompositions, reductions)
+
+
+def _hw_tiles(tiles, decompositions, reductions) -> list[dict]:
+    """``tiles`` x ``HW_CLUSTERS`` x ``HW_RASTERS`` x ``HW_SWIZZLES``: data-parallel, then (cooperative only)
+    each stream-K decomposition, one reduction after the other."""
+    out = []
+    for (schedule, tile_n), (cm, cn), raster, swizzle in product(tiles, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES):
         out.append({"tile_m": 128, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn,
                     "schedule": schedule, "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32,
                     "epilogue_store_stages": 4})
     for reduction, (dec, splits), (schedule, tile_n), (cm, cn), raster, swizzle in product(
-            reductions, [d for d in decompositions if d != ("data_parallel", 1)], HW_TILES, HW_CLUSTERS, HW_RASTERS,
+            reductions, [d for d in decompositions if d != ("data_parallel", 1)], tiles, HW_CLUSTERS, HW_RASTERS,
             HW_SWIZZLES):
         if schedule != "cooperative":
             continue
@@ -332,7 +359,8 @@ def hw_space_sm90(m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Sp
     Stage 1: every (schedule, tile, cluster) the list has, at the list's first raster/swizzle/epilogue
     values; stage 2: the other fields' combinations the list has, from the best of stage 1.
     """
-    cands = hw_space() + (hw_small_m_space() if m <= HW_SMALL_M_MAX_M else [])
+    ragged = ragged_tile_n(n)
+    cands = hw_space(ragged_n=ragged) + (hw_small_m_space() if m <= HW_SMALL_M_MAX_M else [])
     if not cands:
         raise ConfigError("simulator.kernels.space.hw_space() is empty")
     first = cands[0]
@@ -368,7 +396,8 @@ def hw_space_sm90(m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Sp
 
     return Space("hw", base, stages, ("tile x schedule x cluster", " x ".join(later)), member=member,
                  note=f"the {len(cands)} configs of simulator.kernels.space.hw_space() (what the H200 campaign "
-                      "measures)" + (" and hw_small_m_space() (M <= 128)" if m <= HW_SMALL_M_MAX_M else ""))
+                      "measures)" + (f" with ragged-N tiles {ragged}" if ragged else "")
+                      + (" and hw_small_m_space() (M <= 128)" if m <= HW_SMALL_M_MAX_M else ""))
 
 
 # ------------------------------------------------------------------------------ gemm-model (B200)
