@@ -57,3 +57,23 @@ def test_64_row_pingpong_matches_float32_reference(session, cfg, dtype, shape):
     r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
     assert r["nan"] == 0, r
     assert r["ok"], r
+
+
+#: The ragged-N widths (multiples of the 32-column epilogue subtile between the wide tiles): N a whole number of
+#: them, N ragged for them, M and K ragged; both schedulers, clusters, instrumentation, the 64-row ping-pong.
+RAGGED_N_SHAPES = [(1000, 800, 520), (129, 264, 72), (64, 8, 8), (4096, 2400, 256)]
+RAGGED_N = [KernelConfig(tile_n=160, instrument=R.LEVEL_EPILOGUE),
+            KernelConfig(tile_n=96, cluster_m=1, cluster_n=2, raster="n", swizzle=4),
+            KernelConfig(tile_n=224, cluster_m=2, cluster_n=2, decomposition="stream_k", instrument=R.LEVEL_TILE),
+            KernelConfig(tile_n=160, cluster_m=1, decomposition="heuristic", reduction="nondeterministic"),
+            KernelConfig(tile_n=224, cluster_m=1, decomposition="split_k", splits=2),
+            KernelConfig(tile_m=64, tile_n=160, schedule="pingpong", cluster_m=1, raster="m")]
+
+
+@pytest.mark.parametrize("shape", RAGGED_N_SHAPES)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("cfg", RAGGED_N, ids=lambda c: c.name())
+def test_ragged_n_widths_match_float32_reference(session, cfg, dtype, shape):
+    r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
+    assert r["nan"] == 0, r
+    assert r["ok"], r

@@ -350,3 +350,44 @@ def test_ragged_n_dry_run_publishes_a_file_named_by_its_gpu_with_the_held_out_pr
     both = ragged_n_markdown({**pub, "rows": pub["rows"] + [[r[c] for c in cols] for r in held]})
     dev, _, ho = both.partition("held-out problems")
     assert "| 6144x3360x4096 |" in ho and "| 6144x3360x4096 |" not in dev and "| 1000x800x520 |" in dev
+
+
+def test_ragged_n_data_set_scores_h200_rows_only_with_the_held_out_problems_as_a_class(tmp_path):
+    from validation.accuracy.datasets import DATASETS
+    from validation.campaign import main, publish
+    out = tmp_path / "run"
+    assert main(["--dry-run", "--quick", "--phases", "ragged_n", "--out", str(out)]) == 0
+    pub = next(p for p in publish(out, tmp_path / "res", allow_dry_run=True) if p.suffix == ".json")
+    assert "dry-run" in DATASETS["h200-ragged-n"](pub).skipped[0]   # a dry run is never scored
+    d = json.loads(pub.read_text())
+    cols = d["columns"]
+    for device, n_rows in (("NVIDIA H100 80GB HBM3", 0), ("NVIDIA H200", None)):
+        d["env"].update(device=device, dry_run=False)
+        if n_rows is None:        # one twin row moved to a held-out problem
+            i = next(i for i, r in enumerate(d["rows"]) if r[cols.index("kernel")] == "wsim_sm90_twin")
+            d["rows"][i] = [{"m": 6144, "n": 3360, "k": 4096}.get(c, v) for c, v in zip(cols, d["rows"][i], strict=True)]
+        fake = tmp_path / f"{device.split()[1]}.json"
+        fake.write_text(json.dumps(d))
+        ds = DATASETS["h200-ragged-n"](fake)
+        if n_rows == 0:
+            assert not ds.rows and "measured on 'NVIDIA H100 80GB HBM3'" in ds.skipped[0]
+        else:
+            assert ds.rows and {r.classes["problems"] for r in ds.rows} == {"development", "held out"}
+            assert {r.classes["decomposition"] for r in ds.rows} >= {"data-parallel"}
+
+
+def test_stream_k_tile_order_is_the_work_tables_segments_for_every_cta():
+    """The tile-level check of a stream-K run (validation.collect.schedule_matches) expects each CTA's
+    tiles from its cluster's row of the work table, not the static order (which only matches unsplit)."""
+    from hw_kernels.schedule import tile_order
+    from validation.collect import stream_k_tile_order
+    cfg = KernelConfig(tile_n=224, cluster_m=2, cluster_n=2, decomposition="stream_k")
+    sk = cfg.stream_k_for(1000, 800, 520)
+    order = stream_k_tile_order(cfg, 1000, 800, 520)
+    assert set(order) == {(p, r) for p in range(sk.clusters) for r in range(4)}
+    assert all(len(order[(p, r)]) == sk.table[p][0] for p, r in order)
+    # every CTA tile of the 8 x 4 grid (M 1000 / 128, N 800 / 224, rounded to the 2 x 2 cluster) is computed
+    assert {t for ts in order.values() for t in ts} == {(x, y) for x in range(8) for y in range(4)}
+    # 9 stream-K units over 8 cluster tiles on 30 persistent clusters: not the static order (cluster 1 gets none)
+    assert order[(1, 0)] == [] and sum(map(len, order.values())) == 32
+    assert order != tile_order(1000, 800, 128, 224, 2, 2, "heuristic", 1, num_clusters=sk.clusters)

@@ -161,7 +161,7 @@ def check_one(s: Session, cfg: KernelConfig, dtype: str, m: int, n: int, k: int,
         rec["dropped"] = int(sum(x.dropped for x in sl.values()))
         rec["slices_expected"] = run.grid_ctas(m, n) * R.ROLES_PER_CTA
         if R.record_level(cfg.instrument) >= R.LEVEL_TILE:  # tile records: the order of every CTA
-            rec["schedule_ok"] = schedule_matches(sl, cfg, m, n, run.c.max_active_clusters)
+            rec["schedule_ok"] = schedule_matches(sl, cfg, m, n, run.c.max_active_clusters, k)
         else:  # the span level: every role of every CTA wrote its header and footer
             rec["schedule_ok"] = None
         ok = (ok and rec["schedule_ok"] is not False and rec["dropped"] == 0
@@ -170,12 +170,16 @@ def check_one(s: Session, cfg: KernelConfig, dtype: str, m: int, n: int, k: int,
     return rec
 
 
-def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_clusters: int) -> bool:
-    """The tiles each CTA recorded are, in order, those hw_kernels/schedule.py assigns it."""
+def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_clusters: int, k: int = 0) -> bool:
+    """The tiles each CTA recorded are, in order, those hw_kernels/schedule.py assigns it: the static tile
+    order, or for the stream-K scheduler each segment of its cluster's row of the work table (needs ``k``)."""
     from hw_kernels import records as RR
     from hw_kernels.schedule import tile_order
-    order = tile_order(m, n, cfg.tile_m, cfg.tile_n, cfg.cluster_m, cfg.cluster_n, cfg.raster, cfg.swizzle,
-                       num_clusters=max_clusters)
+    if cfg.stream_k:
+        order = stream_k_tile_order(cfg, m, n, k)
+    else:
+        order = tile_order(m, n, cfg.tile_m, cfg.tile_n, cfg.cluster_m, cfg.cluster_n, cfg.raster, cfg.swizzle,
+                           num_clusters=max_clusters)
     csize = cfg.cluster_m * cfg.cluster_n
     for (cta, role), sl in slices.items():
         if role == "MainloopLoad":
@@ -188,6 +192,21 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
         if tiles != want:
             return False
     return True
+
+
+def stream_k_tile_order(cfg: KernelConfig, m: int, n: int, k: int) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """``{(persistent_cluster, cta_rank): [(tile_m, tile_n), ...]}`` of the stream-K work table: one tile per
+    segment (a unit's K range of one cluster tile), in the order the cluster computes them."""
+    from hw_kernels.schedule import SEGMENT_WORDS
+    sk = cfg.stream_k_for(m, n, k)
+    out = {}
+    for p, row in enumerate(sk.table):
+        segs = [row[1 + i * SEGMENT_WORDS:1 + (i + 1) * SEGMENT_WORDS] for i in range(row[0])]
+        for y in range(cfg.cluster_n):
+            for x in range(cfg.cluster_m):
+                out[(p, x + y * cfg.cluster_m)] = [(cm * cfg.cluster_m + x, cn * cfg.cluster_n + y)
+                                                   for cm, cn, *_ in segs]
+    return out
 
 
 #: The configuration the benchmark calls "tuned": cluster 2x1, max swizzle 4, heuristic raster.
