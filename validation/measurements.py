@@ -75,6 +75,8 @@ SMALL_M = RESULTS / "h200_small_m.json"
 #: The stream-K campaign's stream-K scheduler candidates with the nondeterministic reduction
 #: (validation/campaign.py --phases streamk_nd).
 STREAMK_ND = RESULTS / "h200_streamk_nd.json"
+#: The ragged-N campaign on the H200 (validation/campaign.py --phases ragged_n): cooperative widths 96-256.
+RAGGED_N = RESULTS / "h200_ragged_n.json"
 SPLITS = ("dev", "held_out")
 
 

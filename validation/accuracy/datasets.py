@@ -182,6 +182,7 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
     from validation.compare import sim_config_from_measured
     from validation.measurements import (
         CAMPAIGN,
+        RAGGED_N,
         SMALL_M,
         SPLITS,
         STREAMK,
@@ -198,6 +199,8 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         "small_m": (SMALL_M, "h200-small-m", ", M <= 128 campaign (64-row and 128-row tiles, data-parallel)"),
         "streamk_nd": (STREAMK_ND, "h200-streamk-nd", ", stream-K campaign, nondeterministic reduction (stream-K and "
                        "split-K rows)"),
+        "ragged_n": (RAGGED_N, "h200-ragged-n", ", ragged-N campaign (cooperative widths 96-256; data-parallel, "
+                     "heuristic and stream-K rows)"),
     }[split]
     src = path or default_src
     title = "H200, our CuTe-DSL SM90 twin (validation/results)" + part
@@ -209,6 +212,10 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         ds.skipped.append(f"no H200 campaign: {e}")
         return ds
     env = campaign[0].get("env", {}) if campaign else {}
+    if campaign and "H200" not in str(env.get("device", "")):
+        ds.skipped.append(f"{src}: measured on {env.get('device')!r}; the H200 model scores H200 rows only")
+        return ds
+    held = _ragged_n_held_out() if split == "ragged_n" else set()
     plan = json.loads(Path(src).read_text()).get("plan", {})
     ds.campaign_plan = {ph: list(p["configs"]) for ph, p in plan.items() if isinstance(p, dict) and "configs" in p}
     ds.source = (f"{src}: {env.get('device')}, driver {env.get('driver')}, CuTe DSL {env.get('nvidia_cutlass_dsl')}, "
@@ -231,22 +238,31 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
                            est_events=estimate_events(cfg.resolved(arch)),
                            classes={**_h200_classes(cfg, float(row["event_us"])),
                                     **({"campaign class": row["cls"]} if row.get("cls") else {}),
-                                    **({"decomposition": _decomposition(cfg)} if split in ("streamk", "streamk_nd") else {})}))
+                                    **({"decomposition": _decomposition(cfg)}
+                                       if split in ("streamk", "streamk_nd", "ragged_n") else {}),
+                                    **({"problems": "held out" if (row["m"], row["n"], row["k"]) in held
+                                        else "development"} if split == "ragged_n" else {})}))
     return ds
+
+
+def _ragged_n_held_out() -> set[tuple[int, int, int]]:
+    from validation.campaign import RAGGED_N_HELD_OUT
+    return {tuple(x) for x in RAGGED_N_HELD_OUT}
 
 
 #: name -> loader(path or None) -> DataSet. A new data set is one more entry. The wide campaign's
 #: parts are scored only when named: ``h200-wide`` (dev rows) and ``h200-wide-heldout`` (the held-out
 #: rows: the final score of a model chosen without them); so are ``h200-streamk``, the stream-K campaign,
-#: ``h200-small-m``, the M <= 128 campaign, and ``h200-streamk-nd``, the nondeterministic reduction's rows (each
-#: measured after the model was frozen, used for no choice).
+#: ``h200-small-m``, the M <= 128 campaign, ``h200-streamk-nd``, the nondeterministic reduction's rows, and
+#: ``h200-ragged-n``, the ragged-N widths (each measured after the model was frozen, used for no choice).
 DATASETS: dict[str, Callable[..., DataSet]] = {
     "h200": load_h200, "b200": load_b200,
     "h200-wide": lambda path=None: load_h200(path, split="dev"),
     "h200-wide-heldout": lambda path=None: load_h200(path, split="held_out"),
     "h200-streamk": lambda path=None: load_h200(path, split="streamk"),
     "h200-small-m": lambda path=None: load_h200(path, split="small_m"),
-    "h200-streamk-nd": lambda path=None: load_h200(path, split="streamk_nd")}
+    "h200-streamk-nd": lambda path=None: load_h200(path, split="streamk_nd"),
+    "h200-ragged-n": lambda path=None: load_h200(path, split="ragged_n")}
 #: What ``wsim accuracy`` scores without ``--data``.
 DEFAULT_DATASETS = ("h200", "b200")
 
