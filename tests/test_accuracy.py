@@ -321,6 +321,25 @@ def test_a_failed_simulation_leaves_the_row_out_of_every_score(tmp_path, monkeyp
     assert {s.n for s in scores(res).values()} == {3}
 
 
+def test_rows_a_baseline_cannot_predict_are_still_scored_for_wsim_apart(tmp_path):
+    from dataclasses import replace as dc_replace
+
+    from validation.accuracy import evaluate_dataset
+    from validation.accuracy.cache import SimCache
+    from validation.accuracy.report import _left_out_scored, format_dataset
+    ds = _tiny_h200(tmp_path)
+    res = evaluate_dataset(ds, ds.rows, "all", cache=SimCache(tmp_path), procs=1)
+    assert _left_out_scored(res) == []                   # nothing left out: no section
+    roof = res.baselines["roofline"].copy()
+    roof[[0, 2]] = np.nan                                 # a baseline without a value for two rows
+    cut = dc_replace(res, baselines={**res.baselines, "roofline": roof}, keep=np.array([False, True, False, True]))
+    lines = _left_out_scored(cut)
+    assert lines[0].startswith("wsim on the 2 rows left out") and "wave-quantised roofline" not in lines[2]
+    e = np.abs(res.wsim_us[[0, 2]] / res.measured_us[[0, 2]] - 1).mean() * 100
+    assert lines[-2].startswith("| all | 2 | ") and f"{e:.1f}%" in lines[-2]
+    assert any(x.startswith("wsim on the 2 rows") for x in format_dataset(cut))
+
+
 # ------------------------------------------------------------------------------- the command
 @pytest.mark.parametrize("argv, message", [
     (["--budget", "5"], "--budget 5: applies to --quick"),

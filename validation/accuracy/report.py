@@ -182,6 +182,28 @@ def _worst(res: DataSetResult, n: int = 8) -> list[str]:
     return lines + [""]
 
 
+def _left_out_scored(res: DataSetResult) -> list[str]:
+    """wsim, and each baseline that predicts them all, on the rows left out of the common score where wsim has
+    a value (a baseline had none, e.g. a tile nvMatmulHeuristics does not know), by the data set's class."""
+    rows = ~res.keep & np.isfinite(res.wsim_us)
+    if not rows.any():
+        return []
+    preds = {"wsim": res.wsim_us, **{b: v for b, v in res.baselines.items() if np.isfinite(v[rows]).all()}}
+    cls_of = np.array([r.row_class for r in res.rows])
+    lines = [f"wsim on the {int(rows.sum())} rows left out of the common score that it predicts, beside the baselines "
+             "that predict all of them (MAPE / bias):", "",
+             f"| {res.ds.class_title} | rows | " + " | ".join(LABELS.get(b, b) for b in preds) + " |",
+             "| --- | ---: |" + " ---: |" * len(preds)]
+    for c in [*sorted(set(cls_of[rows])), None]:
+        sel = rows & (cls_of == c) if c is not None else rows
+        cells = []
+        for v in preds.values():
+            sc = Score.of(v[sel], res.measured_us[sel])
+            cells.append(f"{_fmt(sc.mape)} / {_fmt(sc.bias)}")
+        lines.append(f"| {c if c is not None else 'all'} | {int(sel.sum())} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _listing(title: str, items: list[str], limit: int = 12) -> list[str]:
     """``items`` ("what: why") in one paragraph, those with the same reason counted together."""
     if not items:
@@ -205,6 +227,7 @@ def format_dataset(res: DataSetResult) -> list[str]:
               "the same rows.", ""]
     lines += _headline(res) + _by_class(res) + _predicted_clock(res) + _constants(res)
     lines += _listing("Rows left out of every predictor's score", res.left_out)
+    lines += _left_out_scored(res)
     lines += _listing("Rows the loader did not use", ds.skipped)
     lines += _worst(res)
     sims = [*res.shipped, *res.scored]
