@@ -79,8 +79,8 @@ def test_config_rules_name_the_value():
         Sm90TmaWsGemm(schedule="persistent")
     with pytest.raises(ValueError, match="tile_n=256: must be one of"):
         Sm90TmaWsGemm(schedule="pingpong", tile_n=256)
-    with pytest.raises(ValueError, match="tile_n=96"):
-        Sm90TmaWsGemm(tile_n=96)
+    with pytest.raises(ValueError, match="tile_n=80"):
+        Sm90TmaWsGemm(tile_n=80)
     assert Sm90TmaWsGemm.can_implement(1000, 1032, 520) == []
     assert any("k=100" in p for p in Sm90TmaWsGemm.can_implement(128, 128, 100))
 
@@ -188,3 +188,17 @@ def test_64_row_tile_rules():
         Sm90TmaWsGemm(tile_m=64, tile_n=128)
     with pytest.raises(ValueError, match="tile_n=256: must be one of \\(64, 128\\) for pingpong with tile_m=128"):
         Sm90TmaWsGemm(tile_m=128, tile_n=256, schedule="pingpong")
+
+
+@pytest.mark.parametrize("tile_n,cluster,decomposition", [(96, (1, 2), "data_parallel"), (160, (2, 1), "heuristic"),
+                                                          (224, (2, 2), "stream_k")])
+def test_ragged_n_widths_compile_to_one_wgmma_of_that_n_with_the_models_stages(tile_n, cluster, decomposition):
+    from hw_kernels.rules import mainloop_stages_that_fit
+    from simulator.kernels.space import sm90_config_from_hw
+    cfg = KernelConfig(tile_n=tile_n, cluster_m=cluster[0], cluster_n=cluster[1], decomposition=decomposition)
+    c = compile_sm90(cfg, "fp16", device="cpu", keep=True)
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", c.ptx)) == {f"m64n{tile_n}k16"}
+    model = sm90_config_from_hw(cfg.asdict(), 12000, 800, 3000, "fp16").resolved()
+    assert c.stages == model.mainloop_stages == mainloop_stages_that_fit(128, tile_n, 64, 32, 4, 16, 16,
+                                                                         model.smem_capacity())
+    assert ("multicast::cluster" in c.ptx) == (cluster != (1, 1))
