@@ -29,6 +29,7 @@ from simulator.engine.run import simulate  # noqa: E402
 from simulator.engine.tune import tune  # noqa: E402
 from simulator.kernels.space import HW_FIELDS, hw_kernel_fields, sm90_config_from_hw  # noqa: E402
 from simulator.machine.arch import ArchSpec  # noqa: E402
+from validation.campaign import gpu_tag  # noqa: E402
 
 DATA = (ROOT / "validation/results/h200_streamk.json", ROOT / "validation/results/h200_streamk_nd.json")
 SPAN = "_trace-span"
@@ -37,9 +38,8 @@ SPAN = "_trace-span"
 def _rows(path: Path) -> tuple[list[dict], dict, str]:
     """The campaign file's rows, the file, and its phase (the one its rows were measured in)."""
     d = json.loads(path.read_text())
-    device = d.get("env", {}).get("device", "?")
-    if "H200" not in device:
-        raise SystemExit(f"--data {path}: measured on {device!r}; this check simulates the H200 (ArchSpec.h200()), so "
+    if gpu_tag(d.get("env", {})) != "h200":
+        raise SystemExit(f"--data {path}: measured on {d.get('env', {}).get('device')!r}; this check simulates the H200 (ArchSpec.h200()), so "
                          "it takes H200 campaigns only")
     rows = [dict(zip(d["columns"], r, strict=True)) for r in d["rows"]]
     phases = {r["phase"] for r in rows if r.get("kernel") == "wsim_sm90_twin"}

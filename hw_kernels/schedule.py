@@ -107,11 +107,15 @@ def tile_order(m: int, n: int, tile_m: int, tile_n: int, cluster_m: int = 1, clu
     p_count = total if num_clusters is None else min(total, num_clusters)
     out: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for p in range(p_count):
-        coords = [sch.cluster_coord(c) for c in range(p, total, p_count)]
-        for y in range(cluster_n):
-            for x in range(cluster_m):
-                out[(p, x + y * cluster_m)] = [(cm * cluster_m + x, cn * cluster_n + y) for cm, cn in coords]
+        _cta_tiles(out, p, [sch.cluster_coord(c) for c in range(p, total, p_count)], cluster_m, cluster_n)
     return out
+
+
+def _cta_tiles(out: dict, p: int, coords, cluster_m: int, cluster_n: int) -> None:
+    """``out[(p, rank)]``: the CTA tiles of persistent cluster ``p``'s cluster tiles ``coords``, for each CTA."""
+    for y in range(cluster_n):
+        for x in range(cluster_m):
+            out[(p, x + y * cluster_m)] = [(cm * cluster_m + x, cn * cluster_n + y) for cm, cn in coords]
 
 
 # --------------------------------------------------------------------------- SM100: CLC tile order
@@ -229,6 +233,17 @@ class StreamKSchedule:
 
     def flat(self) -> list[int]:
         return [w for row in self.table for w in row]
+
+
+def stream_k_tile_order(sk: StreamKSchedule, cluster_m: int,
+                        cluster_n: int) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """:func:`tile_order` of a stream-K work table: per CTA one tile for each segment of its cluster's row (a
+    unit's K range of one cluster tile), in the order the cluster computes them."""
+    out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for p, row in enumerate(sk.table):
+        segs = [row[1 + i * SEGMENT_WORDS:1 + (i + 1) * SEGMENT_WORDS] for i in range(row[0])]
+        _cta_tiles(out, p, [(s[0], s[1]) for s in segs], cluster_m, cluster_n)
+    return out
 
 
 def stream_k_schedule(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: int, cluster_m: int,

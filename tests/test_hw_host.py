@@ -379,11 +379,10 @@ def test_ragged_n_data_set_scores_h200_rows_only_with_the_held_out_problems_as_a
 def test_stream_k_tile_order_is_the_work_tables_segments_for_every_cta():
     """The tile-level check of a stream-K run (validation.collect.schedule_matches) expects each CTA's
     tiles from its cluster's row of the work table, not the static order (which only matches unsplit)."""
-    from hw_kernels.schedule import tile_order
-    from validation.collect import stream_k_tile_order
+    from hw_kernels.schedule import stream_k_tile_order, tile_order
     cfg = KernelConfig(tile_n=224, cluster_m=2, cluster_n=2, decomposition="stream_k")
     sk = cfg.stream_k_for(1000, 800, 520)
-    order = stream_k_tile_order(cfg, 1000, 800, 520)
+    order = stream_k_tile_order(sk, 2, 2)
     assert set(order) == {(p, r) for p in range(sk.clusters) for r in range(4)}
     assert all(len(order[(p, r)]) == sk.table[p][0] for p, r in order)
     # every CTA tile of the 8 x 4 grid (M 1000 / 128, N 800 / 224, rounded to the 2 x 2 cluster) is computed

@@ -150,15 +150,15 @@ SMALL_M_SHAPES = [(16, 28672, 4096), (32, 8192, 8192), (64, 28672, 4096), (64, 8
 SMALL_M_TILES = ([("pingpong", 64, tn) for tn in (64, 128, 192, 256)] + [("pingpong", 128, tn) for tn in (64, 128)]
                  + [("cooperative", 128, tn) for tn in (64, 128, 192, 256)])
 SMALL_M_CLUSTERS = ((1, 1), (1, 2), (2, 1))
+SMALL_M_RASTERS = ("m", "n")
 #: The ``ragged_n`` phase's problems (fp16): N not a multiple of 128 (800 = 5 x 160, 672 = 7 x 96 = 3 x 224, ...),
 #: in the order the time limit should keep them; ``RAGGED_N_HELD_OUT`` (chosen with the rest, before any was
 #: measured) are summarised apart and used for no choice.
 RAGGED_N_SHAPES = [(12000, 800, 3000), (8192, 1440, 4096), (16384, 672, 2048), (4096, 2400, 8192),
                    (6144, 3360, 4096), (3000, 5600, 2048)]
-RAGGED_N_HELD_OUT = ((6144, 3360, 4096), (3000, 5600, 2048))
+RAGGED_N_HELD_OUT = frozenset({(6144, 3360, 4096), (3000, 5600, 2048)})
 #: Its stream-K scheduler decompositions (beside data-parallel): the ones a wave tail calls for.
 RAGGED_N_DECOMPOSITIONS = (("data_parallel", 1), ("heuristic", 1), ("stream_k", 1))
-SMALL_M_RASTERS = ("m", "n")
 #: Host time per config per alternating round beyond ``EST_ROUND_S`` (record-buffer read and span decode):
 #: validation/results/h200_streamk.json, 64x28672x4096: 14.1 s of rounds over 15 rounds x 209 configs.
 EST_CONFIG_ROUND_S = 0.0045
@@ -1174,25 +1174,21 @@ def streamk_nd_markdown(pub: dict) -> str:
                          "`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_nd` the nondeterministic reduction")
 
 
-def _tile_n(config: str) -> int:
-    return int(config.split("x", 2)[1])
-
-
 def ragged_n_markdown(pub: dict) -> str:
     """The ``ragged_n`` phase's summary: our best candidate of all, of the ragged-N widths and of the wide tiles
     against cuBLAS; the held-out problems (``RAGGED_N_HELD_OUT``) in a table of their own."""
-    kinds = (("(all)", lambda c: True), ("ragged-N width", lambda c: _tile_n(c) in HW_RAGGED_TILE_N),
-             ("128/192/256 width", lambda c: _tile_n(c) not in HW_RAGGED_TILE_N))
-    held = {tuple(x) for x in RAGGED_N_HELD_OUT}
-    cols = pub["columns"]
+    from validation.measurements import twin_config
+    kinds = (("(all)", lambda c: True), ("ragged-N width", lambda c: twin_config(c).tile_n in HW_RAGGED_TILE_N),
+             ("128/192/256 width", lambda c: twin_config(c).tile_n not in HW_RAGGED_TILE_N))
+    mnk = [pub["columns"].index(c) for c in ("m", "n", "k")]
+    extra = (f" Cooperative tiles (ragged-N widths {', '.join(map(str, HW_RAGGED_TILE_N))} beside 128, 192, 256), "
+             "every cluster and raster, max swizzle 1, data-parallel, heuristic and stream-K.")
     parts = []
-    for name, keep in (("development problems", lambda sh: sh not in held), ("held-out problems", lambda sh: sh in held)):
-        sub = dict(pub, rows=[r for r in pub["rows"] if keep((r[cols.index("m")], r[cols.index("n")], r[cols.index("k")]))])
-        if sub["rows"]:
-            parts.append(_best_by_kind(sub, f"{gpu_tag(pub['env']).upper()} ragged-N campaign, {name}", " Cooperative tiles (ragged-N widths "
-                                       f"{', '.join(map(str, HW_RAGGED_TILE_N))} beside 128, 192, 256), every cluster and "
-                                       "raster, max swizzle 1, data-parallel, heuristic and stream-K.", kinds,
-                                       "`_dh` heuristic, `_dsk` stream-K; no `_d`: the static scheduler"))
+    for name, held in (("development problems", False), ("held-out problems", True)):
+        rows = [r for r in pub["rows"] if (tuple(r[i] for i in mnk) in RAGGED_N_HELD_OUT) == held]
+        if rows:
+            parts.append(_best_by_kind(dict(pub, rows=rows), f"{gpu_tag(pub['env']).upper()} ragged-N campaign, {name}",
+                                       extra, kinds, "`_dh` heuristic, `_dsk` stream-K; no `_d`: the static scheduler"))
     return "\n".join(parts)
 
 

@@ -174,9 +174,9 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
     """The tiles each CTA recorded are, in order, those hw_kernels/schedule.py assigns it: the static tile
     order, or for the stream-K scheduler each segment of its cluster's row of the work table (needs ``k``)."""
     from hw_kernels import records as RR
-    from hw_kernels.schedule import tile_order
+    from hw_kernels.schedule import stream_k_tile_order, tile_order
     if cfg.stream_k:
-        order = stream_k_tile_order(cfg, m, n, k)
+        order = stream_k_tile_order(cfg.stream_k_for(m, n, k), cfg.cluster_m, cfg.cluster_n)
     else:
         order = tile_order(m, n, cfg.tile_m, cfg.tile_n, cfg.cluster_m, cfg.cluster_n, cfg.raster, cfg.swizzle,
                            num_clusters=max_clusters)
@@ -192,21 +192,6 @@ def schedule_matches(slices: dict, cfg: KernelConfig, m: int, n: int, max_cluste
         if tiles != want:
             return False
     return True
-
-
-def stream_k_tile_order(cfg: KernelConfig, m: int, n: int, k: int) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """``{(persistent_cluster, cta_rank): [(tile_m, tile_n), ...]}`` of the stream-K work table: one tile per
-    segment (a unit's K range of one cluster tile), in the order the cluster computes them."""
-    from hw_kernels.schedule import SEGMENT_WORDS
-    sk = cfg.stream_k_for(m, n, k)
-    out = {}
-    for p, row in enumerate(sk.table):
-        segs = [row[1 + i * SEGMENT_WORDS:1 + (i + 1) * SEGMENT_WORDS] for i in range(row[0])]
-        for y in range(cfg.cluster_n):
-            for x in range(cfg.cluster_m):
-                out[(p, x + y * cfg.cluster_m)] = [(cm * cfg.cluster_m + x, cn * cfg.cluster_n + y)
-                                                   for cm, cn, *_ in segs]
-    return out
 
 
 #: The configuration the benchmark calls "tuned": cluster 2x1, max swizzle 4, heuristic raster.

@@ -179,6 +179,7 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
     wide campaign's part of that name: ``h200_campaign_wide.json``, ``h200_campaign_wide_heldout.json``),
     each row at its own in-kernel clock."""
     from simulator.engine.run import estimate_events
+    from validation.campaign import RAGGED_N_HELD_OUT, gpu_tag
     from validation.compare import sim_config_from_measured
     from validation.measurements import (
         CAMPAIGN,
@@ -212,10 +213,9 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         ds.skipped.append(f"no H200 campaign: {e}")
         return ds
     env = campaign[0].get("env", {}) if campaign else {}
-    if campaign and "H200" not in str(env.get("device", "")):
+    if campaign and gpu_tag(env) != "h200":
         ds.skipped.append(f"{src}: measured on {env.get('device')!r}; the H200 model scores H200 rows only")
         return ds
-    held = _ragged_n_held_out() if split == "ragged_n" else set()
     plan = json.loads(Path(src).read_text()).get("plan", {})
     ds.campaign_plan = {ph: list(p["configs"]) for ph, p in plan.items() if isinstance(p, dict) and "configs" in p}
     ds.source = (f"{src}: {env.get('device')}, driver {env.get('driver')}, CuTe DSL {env.get('nvidia_cutlass_dsl')}, "
@@ -240,14 +240,9 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
                                     **({"campaign class": row["cls"]} if row.get("cls") else {}),
                                     **({"decomposition": _decomposition(cfg)}
                                        if split in ("streamk", "streamk_nd", "ragged_n") else {}),
-                                    **({"problems": "held out" if (row["m"], row["n"], row["k"]) in held
+                                    **({"problems": "held out" if (row["m"], row["n"], row["k"]) in RAGGED_N_HELD_OUT
                                         else "development"} if split == "ragged_n" else {})}))
     return ds
-
-
-def _ragged_n_held_out() -> set[tuple[int, int, int]]:
-    from validation.campaign import RAGGED_N_HELD_OUT
-    return {tuple(x) for x in RAGGED_N_HELD_OUT}
 
 
 #: name -> loader(path or None) -> DataSet. A new data set is one more entry. The wide campaign's
