@@ -59,6 +59,12 @@ class KernelConfig:
         """Whether the kernel runs the stream-K scheduler's work table (and its fixup)."""
         return self.decomposition != "data_parallel"
 
+    @property
+    def roles_per_cta(self) -> int:
+        """Record slices each CTA writes: MainloopLoad's and one per math warpgroup (two, but one in the
+        64-row cooperative kernel; its Consumer1 slice stays empty)."""
+        return R.ROLES_PER_CTA - 1 if self.schedule == "cooperative" and self.tile_m == 64 else R.ROLES_PER_CTA
+
     def _decomp_tag(self) -> str:
         if not self.stream_k:
             return ""

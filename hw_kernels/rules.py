@@ -45,10 +45,10 @@ def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, rast
                  "split-K decomposition (CUTLASS can_implement)")
     if schedule not in ("cooperative", "pingpong"):
         p.append(f"schedule={schedule!r}: must be 'cooperative' or 'pingpong'")
-    ok_m = (128,) if schedule == "cooperative" else (64, 128)
+    ok_m = (64, 128)
     if tile_m not in ok_m:
-        p.append(f"tile_m={tile_m}: must be one of {ok_m} for {schedule} (cooperative: two warpgroups x 64 "
-                 "rows; ping-pong: one warpgroup x one or two m64 wgmma)")
+        p.append(f"tile_m={tile_m}: must be one of {ok_m} for {schedule} (cooperative: tile_m / 64 warpgroups x "
+                 "64 rows; ping-pong: one warpgroup x one or two m64 wgmma)")
     # a warpgroup holds (64 cooperative, tile_m ping-pong) x tile_n fp32 accumulators in 232 registers; the
     # epilogue's 32-column subtile (and every cluster's multicast slice of B, 8-row swizzle atoms) divides tile_n
     wg_rows = 64 if schedule == "cooperative" else tile_m

@@ -284,6 +284,7 @@ def stream_k_schedule(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: 
     width = 1 + SEGMENT_WORDS * max_segs
     table = tuple(tuple([len(r) // SEGMENT_WORDS] + r + [0] * (width - 1 - len(r))) for r in rows)
     tiles = sk.raster.num_clusters * cluster_m * cluster_n
-    flags = tiles * 2
-    return StreamKSchedule(table, grid, width, flags, flags * (tile_m // 2) * tile_n, d.k_tiles, max_segs,
+    wgs = cfg.num_consumer_warpgroups   # one flag and one 64 x tile_n workspace slice per (tile, warpgroup)
+    flags = tiles * wgs
+    return StreamKSchedule(table, grid, width, flags, flags * (tile_m // wgs) * tile_n, d.k_tiles, max_segs,
                            d.summary())

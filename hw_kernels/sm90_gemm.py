@@ -27,32 +27,32 @@ THREADS_PER_WG = 128
 FIXUP_BARRIER_ID = 3
 
 
-def fixup_counts() -> tuple[int, int]:
+def fixup_counts(consumer_wgs: int = 2) -> tuple[int, int]:
     """(flags per tile, threads per flag) of the stream-K fixup, from ``simulator.protocol.arrivals``: one flag
     per consumer warpgroup (NumFixupBarriers = NumMmaWarpGroups), synced by its 128 threads."""
-    mine = (2, THREADS_PER_WG)
+    mine = (consumer_wgs, THREADS_PER_WG)
     try:
         from simulator.protocol.arrivals import Sm90KernelFacts, sm90_fixup_counts
     except ImportError:  # the kernel also runs from a tree without the simulator
         return mine
-    c = sm90_fixup_counts(Sm90KernelFacts(schedule="cooperative", num_consumer_warpgroups=2))
+    c = sm90_fixup_counts(Sm90KernelFacts(schedule="cooperative", num_consumer_warpgroups=consumer_wgs))
     theirs = (int(c.barriers_per_tile), int(c.threads))
     if theirs != mine:
         raise ValueError(f"simulator.protocol.arrivals gives fixup counts {theirs}, this kernel needs {mine}")
     return theirs
 
 
-def arrival_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, int]:
+def arrival_counts(cluster_m: int, cluster_n: int, schedule: str, consumer_wgs: int = 2) -> dict[str, int]:
     """Arrival counts of the kernel's barriers, from ``simulator.protocol.arrivals`` (the model and the kernel
     must agree; ``convention="dsl"``).
 
     What this kernel does, and what the model must return: mainloop full = 1 (the producer thread's
     arrive.expect_tx; the TMA bytes complete the phase); mainloop empty = one arrive per consumer warp
-    of the warpgroups that read a stage (2 cooperative, 1 ping-pong) from every CTA this CTA's TMA
-    multicasts into = 4 x wgs x (cluster_m + cluster_n - 1); epilogue named barrier = the threads of
-    one tile (256 cooperative, 128 ping-pong); math order barrier (ping-pong) = 128 per arrival.
+    of the warpgroups that read a stage (``consumer_wgs`` cooperative, 1 ping-pong) from every CTA this CTA's
+    TMA multicasts into = 4 x wgs x (cluster_m + cluster_n - 1); epilogue named barrier = the threads of
+    one tile (128 x wgs); math order barrier (ping-pong) = 128 per arrival.
     """
-    wgs = 2 if schedule == "cooperative" else 1
+    wgs = consumer_wgs if schedule == "cooperative" else 1
     mine = {"full": 1, "empty": WARPS_PER_WG * wgs * (cluster_m + cluster_n - 1),
             "epilogue": THREADS_PER_WG * wgs, "order": THREADS_PER_WG}
     try:
@@ -60,7 +60,7 @@ def arrival_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, i
     except ImportError:  # the kernel also runs from a tree without the simulator
         return mine
     facts = Sm90KernelFacts(cluster_m=cluster_m, cluster_n=cluster_n, schedule=schedule,
-                            num_consumer_warpgroups=2)
+                            num_consumer_warpgroups=consumer_wgs)
     counts = sm90_arrival_counts(facts, convention="dsl")
     ml = counts["mainloop"]
     theirs = {"full": int(ml.producer), "empty": int(ml.consumer),
@@ -160,8 +160,9 @@ class Sm90TmaWsGemm:
         self.kblock_producer = self.level >= R.LEVEL_KBLOCK and instrument_roles in ("all", "producer")
         self.kblock_consumers = self.level >= R.LEVEL_KBLOCK and instrument_roles in ("all", "consumers")
         self.acc_dtype = cutlass.Float32
-        # Two consumer warpgroups stacked along M (64 rows each): the cooperative schedule.
-        self.consumer_wgs = 2
+        # Consumer warpgroups: cooperative, tile_m / 64 stacked along M (64 rows each: two, or one at tile_m =
+        # 64, the twin's own kernel for stream-K at small M); ping-pong, two that take turns.
+        self.consumer_wgs = tile_m // 64 if schedule == "cooperative" else 2
         self.consumer_warps = self.consumer_wgs * WARPS_PER_WG
         self.threads = (1 + self.consumer_wgs) * THREADS_PER_WG
         # 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: the producer warpgroup only
@@ -171,7 +172,7 @@ class Sm90TmaWsGemm:
         self.mcast_a = cluster_n  # A[tile_m, :] is shared by the CTAs of one cluster row
         self.mcast_b = cluster_m  # B[tile_n, :] is shared by the CTAs of one cluster column
         self.pingpong = schedule == "pingpong"
-        counts = arrival_counts(cluster_m, cluster_n, schedule)
+        counts = arrival_counts(cluster_m, cluster_n, schedule, self.consumer_wgs)
         self.arrivals = (counts["full"], counts["empty"], counts["epilogue"])
         self.order_arrivals = counts["order"]
         self.smem_capacity = cutlass.memory.get_smem_capacity_in_bytes("sm_90")
@@ -179,7 +180,7 @@ class Sm90TmaWsGemm:
         # StreamKSchedule, the model's decomposition); a split tile's partials go through the workspace.
         self.stream_k = decomposition != "data_parallel"
         self.deterministic = reduction == "deterministic"
-        self.fixup_flags_per_tile, self.fixup_threads = fixup_counts()
+        self.fixup_flags_per_tile, self.fixup_threads = fixup_counts(self.consumer_wgs)
 
     def _setup_attributes(self):
         """Everything that depends on the element types: MMA, stage count, SMEM layouts."""

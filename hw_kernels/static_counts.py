@@ -58,13 +58,14 @@ def _define(fn: ast.FunctionDef, namespace: dict):
     return env[fn.name]
 
 
-def sm90_twin_counts(cluster_m: int, cluster_n: int, schedule: str) -> dict[str, int]:
+def sm90_twin_counts(cluster_m: int, cluster_n: int, schedule: str, consumer_wgs: int = 2) -> dict[str, int]:
     """What ``hw_kernels/sm90_gemm.py`` arrives with: mainloop full and empty, the epilogue named
-    barrier, the ping-pong math-order barrier (keys as the twin names them)."""
+    barrier, the ping-pong math-order barrier (keys as the twin names them); ``consumer_wgs``: the cooperative
+    kernel's math warpgroups (1 at tile_m = 64)."""
     tree = _module("sm90_gemm.py")
     consts = _constants(tree.body, {})
     fn = _define(_function(tree, "arrival_counts"), consts)
-    return dict(fn(cluster_m, cluster_n, schedule))
+    return dict(fn(cluster_m, cluster_n, schedule, consumer_wgs))
 
 
 def sm100_twin_counts(use_2sm: bool, cluster_m: int, cluster_n: int) -> dict[str, int]:
@@ -109,8 +110,10 @@ def twin_rows(report) -> list[dict]:
         if getattr(cfg, "arch_name", "") == "sm90":
             if cfg.read_c:
                 continue
-            twin = sm90_twin_counts(cfg.cluster_m, cfg.cluster_n, cfg.schedule)
-            names, mode = SM90_TO_MODEL, cfg.schedule
+            wgs = cfg.num_consumer_warpgroups
+            twin = sm90_twin_counts(cfg.cluster_m, cfg.cluster_n, cfg.schedule, wgs)
+            names = SM90_TO_MODEL
+            mode = cfg.schedule + (f", {wgs} math warpgroup" if cfg.schedule == "cooperative" and wgs != 2 else "")
             if cfg.schedule != "pingpong":
                 twin.pop("order", None)
             which = "hw_kernels/sm90_gemm.py arrival_counts"

@@ -77,3 +77,25 @@ def test_ragged_n_widths_match_float32_reference(session, cfg, dtype, shape):
     r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
     assert r["nan"] == 0, r
     assert r["ok"], r
+
+
+#: The one-warpgroup cooperative kernel (tile_m = 64): data-parallel and every stream-K decomposition, both
+#: reductions, clusters, instrumentation levels it accepts; M below one tile, ragged M, N and K, a long K.
+COOP_64_SHAPES = [(32, 2048, 8192), (100, 264, 72), (200, 1000, 2056), (64, 8, 8)]
+COOP_64 = [KernelConfig(tile_m=64, tile_n=128, cluster_m=1, raster="m"),
+           KernelConfig(tile_m=64, tile_n=256, cluster_m=1, cluster_n=2, instrument=R.LEVEL_EPILOGUE),
+           KernelConfig(tile_m=64, tile_n=128, cluster_m=1, decomposition="split_k", splits=4),
+           KernelConfig(tile_m=64, tile_n=192, cluster_m=1, cluster_n=2, decomposition="stream_k",
+                        instrument=R.LEVEL_TILE),
+           KernelConfig(tile_m=64, tile_n=256, cluster_m=2, decomposition="heuristic", reduction="nondeterministic"),
+           KernelConfig(tile_m=64, tile_n=64, cluster_m=1, raster="n", decomposition="split_k", splits=8,
+                        reduction="nondeterministic", instrument=R.LEVEL_SPAN)]
+
+
+@pytest.mark.parametrize("shape", COOP_64_SHAPES)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("cfg", COOP_64, ids=lambda c: c.name())
+def test_64_row_cooperative_matches_float32_reference(session, cfg, dtype, shape):
+    r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
+    assert r["nan"] == 0, r
+    assert r["ok"], r

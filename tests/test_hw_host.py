@@ -193,11 +193,12 @@ def _problems(cfg):
                            cfg.swizzle, cfg.epilogue_tile_n, cfg.epilogue_store_stages, cfg.instrument)
 
 
-def test_64_row_tiles_are_pingpong_only_and_take_every_wgmma_n_of_the_cooperative():
+def test_64_row_tiles_take_every_wgmma_n_of_the_cooperative_in_both_schedules():
     for tn in (64, 128, 192, 256):
         assert _problems(KernelConfig(tile_m=64, tile_n=tn, schedule="pingpong")) == []
-        assert any("tile_m=64: must be one of (128,) for cooperative" in p
-                   for p in _problems(KernelConfig(tile_m=64, tile_n=tn)))
+        assert _problems(KernelConfig(tile_m=64, tile_n=tn)) == []         # the one-warpgroup cooperative kernel
+    assert any("tile_m=96: must be one of (64, 128) for cooperative" in p
+               for p in _problems(KernelConfig(tile_m=96, tile_n=128)))
     assert any("tile_n=256" in p and "tile_m=128" in p for p in _problems(KernelConfig(tile_n=256, schedule="pingpong")))
     assert any("tile_m=32" in p for p in _problems(KernelConfig(tile_m=32, tile_n=64, schedule="pingpong")))
 
@@ -205,7 +206,8 @@ def test_64_row_tiles_are_pingpong_only_and_take_every_wgmma_n_of_the_cooperativ
 @pytest.mark.parametrize("tile_m,tile_n,schedule", [(64, 64, "pingpong"), (64, 128, "pingpong"), (64, 192, "pingpong"),
                                                     (64, 256, "pingpong"), (128, 64, "pingpong"),
                                                     (128, 128, "pingpong"), (128, 64, "cooperative"),
-                                                    (128, 256, "cooperative")])
+                                                    (128, 256, "cooperative"), (64, 128, "cooperative"),
+                                                    (64, 256, "cooperative")])
 def test_twin_names_map_to_the_model_kernel_with_the_same_stages(tile_m, tile_n, schedule):
     """A measured config's name -> KernelConfig -> the Sm90GemmConfig validation simulates: the same tile,
     a tile_m-row epilogue subtile, and the stage count the twin derives (hw_kernels.rules)."""

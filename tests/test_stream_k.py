@@ -266,3 +266,44 @@ def test_default_config_has_no_stream_k_and_fixup_mutations_are_na():
         assert muts[mid].skip_class == "n/a" and "data_parallel" in muts[mid].skip_why
     with pytest.raises(ConfigError, match="skip_release fixup: cannot apply"):
         ProtocolKnobs.make(skip_release=["fixup"]).check_applies(cfg)
+
+
+# ------------------------------------------------------- the twin's one-warpgroup cooperative kernel (tile_m 64)
+def test_64_row_cooperative_has_one_math_warpgroup_and_its_counts():
+    from simulator.protocol.arrivals import (
+        Sm90KernelFacts,
+        sm90_arrival_counts,
+        sm90_barrier_counts,
+        sm90_fixup_counts,
+    )
+
+    cfg = Sm90GemmConfig(m=64, n=1024, k=4096, tile_m=64, tile_n=128, cluster_m=1, cluster_n=2).resolved(get_arch("h200"))
+    assert cfg.num_consumer_warpgroups == 1 and cfg.consumer_threads_per_tile == 128
+    assert cfg.accumulator_registers_per_thread == 64            # 64 x 128 fp32 over 128 threads
+    f = Sm90KernelFacts.from_config(cfg)
+    assert sm90_arrival_counts(f)["mainloop"].consumer == 4 * 1 * 2      # 4 warps x 1 warpgroup x (1 + 2 - 1) CTAs
+    assert sm90_barrier_counts(f)["epilogue_named"] == 128
+    assert sm90_fixup_counts(f).barriers_per_tile == 1
+    assert Sm90GemmConfig(m=256, n=256, k=64, tile_m=128).num_consumer_warpgroups == 2
+    with pytest.raises(ConfigError, match=r"tile_m=192: .* multiple of 128 .* or 64"):
+        Sm90GemmConfig(m=256, n=256, k=64, tile_m=192).check_given()
+
+
+def test_64_row_cooperative_split_k_runs_one_consumer_and_its_fixup():
+    cfg, arch = _tiny(True)
+    cfg = Sm90GemmConfig(**{**cfg.__dict__, "tile_m": 64, "m": 64})
+    res = simulate(cfg, arch, trace=True, race_check=True)
+    assert res.ok and res.tile_check() == (res.tiles_expected, 0)
+    rows = list(res.trace.spans())
+    assert {s.role for s in rows} >= {"Consumer0", "MainloopLoad"} and "Consumer1" not in {s.role for s in rows}
+    mine = sorted((s for s in rows if s.role == "Consumer0" and (s.kind.startswith("fixup") or s.kind == "tile")),
+                  key=lambda s: (s.end_cycle, s.cluster))
+    assert [(s.cluster, s.kind) for s in mine] == [(0, "fixup_store"), (0, "tile"), (1, "fixup_load"), (1, "tile")]
+    # one 64 x 64 fp32 partial through the workspace, written once and read once
+    assert res.workspace_write_bytes == res.workspace_read_bytes == 64 * 64 * 4
+    kbs = sorted((s.cluster, s.k_block) for s in rows if s.kind == "mma" and s.role == "Consumer0")
+    assert kbs == [(0, kb) for kb in range(8)] + [(1, kb) for kb in range(8, 16)]
+    dead = simulate(cfg, arch, knobs=ProtocolKnobs.make(skip_release=["fixup"]), allow_protocol_experiments=True)
+    assert dead.deadlock is not None
+    assert {(b.role, b.pipeline, b.cluster) for b in dead.deadlock.blocked if b.pipeline == "fixup"} == {
+        ("Consumer0", "fixup", 1)}

@@ -162,12 +162,17 @@ def test_dtype_rules():
 
 
 @pytest.mark.parametrize("m", [16, 100, 128])
-def test_hw_space_adds_the_64_row_pingpong_tiles_for_small_m(m):
-    """M <= 128: the 64-row ping-pong candidates join the campaign list, each the kernel the twin runs (its
-    own stage count, a 64-row epilogue subtile); larger M: the campaign list only."""
+def test_hw_space_adds_the_64_row_tiles_for_small_m(m):
+    """M <= 128: the 64-row ping-pong and one-warpgroup cooperative candidates join the campaign list, each the
+    kernel the twin runs (its own stage count, a 64-row epilogue subtile; the cooperative ones with every
+    stream-K decomposition and reduction); larger M: the campaign list only."""
     small = S.hw_small_m_space()
-    assert {(d["tile_m"], d["schedule"]) for d in small} == {(64, "pingpong")}
+    assert {(d["tile_m"], d["schedule"]) for d in small} == {(64, "pingpong"), (64, "cooperative")}
     assert {d["tile_n"] for d in small} == set(S.HW_SMALL_M_TILE_N)
+    assert {d.get("decomposition", "data_parallel") for d in small if d["schedule"] == "pingpong"} == {"data_parallel"}
+    coop = [d for d in small if d["schedule"] == "cooperative"]
+    assert len(coop) == len(S.HW_SMALL_M_TILE_N) * len(S.HW_CLUSTERS) * len(S.HW_RASTERS) * len(S.HW_SWIZZLES) * (
+        1 + (len(S.HW_DECOMPOSITIONS) - 1) * len(S.HW_REDUCTIONS))
     cands = S.make_space("hw", 90, m, 28672, 4096, "fp16").all_candidates(H200)
     assert len(cands) == len(S.hw_space()) + len(small)
     rows64 = [c for c in cands if c.tile_m == 64]

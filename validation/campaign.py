@@ -37,6 +37,10 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
   beside the ragged-N widths (``HW_RAGGED_TILE_N``), every cluster and raster, max swizzle 1, data-parallel,
   heuristic and stream-K (deterministic), plus cuBLAS, checked and timed as in ``space``; published to
   ``<gpu>_ragged_n.json`` / ``.md`` (``h100`` or ``h200``: the lent machine is either).
+* ``coop64`` (not run unless named): the twin's one-warpgroup cooperative kernel at 64 rows (issue 18), so that
+  the stream-K scheduler splits 64-row tiles: data-parallel and every ``HW_DECOMPOSITIONS`` entry beside the
+  64-row ping-pong, on ``COOP64_SHAPES`` (``COOP64_HELD_OUT`` reported apart), plus cuBLAS, checked and timed as
+  in ``space``; published to ``<gpu>_coop64.json`` / ``.md``.
 * ``wide`` (not run unless named in ``--phases``): :mod:`validation.campaign_wide`'s
   problems, each split ``dev`` / ``held_out`` before anything runs, every candidate as in ``space``,
   fp16 and bf16; ``--publish`` writes held-out rows to their own file and no summary of them.
@@ -72,6 +76,7 @@ import statistics
 import sys
 import time
 from dataclasses import replace
+from itertools import product
 from pathlib import Path
 
 from hw_kernels import records as R
@@ -159,6 +164,16 @@ RAGGED_N_SHAPES = [(12000, 800, 3000), (8192, 1440, 4096), (16384, 672, 2048), (
 RAGGED_N_HELD_OUT = frozenset({(6144, 3360, 4096), (3000, 5600, 2048)})
 #: Its stream-K scheduler decompositions (beside data-parallel): the ones a wave tail calls for.
 RAGGED_N_DECOMPOSITIONS = (("data_parallel", 1), ("heuristic", 1), ("stream_k", 1))
+#: The ``coop64`` phase's problems (fp16): M <= 512 with few output tiles or a long K, where the twin's
+#: one-warpgroup cooperative kernel lets the stream-K scheduler split 64-row tiles, in the order the time limit
+#: should keep them; ``COOP64_HELD_OUT`` (chosen with the rest, before any was measured) are summarised apart
+#: and used for no choice.
+COOP64_SHAPES = [(32, 8192, 8192), (256, 1024, 65536), (512, 512, 32768), (48, 16384, 8192), (384, 768, 40960),
+                 (128, 4096, 65536), (64, 8192, 28672), (112, 4096, 14336), (64, 28672, 4096), (16, 28672, 4096)]
+COOP64_HELD_OUT = frozenset({(48, 16384, 8192), (384, 768, 40960)})
+#: Its tiles: the 64-row cooperative kernel at every tile_n of the small_m phase's 64-row ping-pong, which it
+#: measures beside them (data-parallel).
+COOP64_TILE_N = (64, 128, 192, 256)
 #: Host time per config per alternating round beyond ``EST_ROUND_S`` (record-buffer read and span decode):
 #: validation/results/h200_streamk.json, 64x28672x4096: 14.1 s of rounds over 15 rounds x 209 configs.
 EST_CONFIG_ROUND_S = 0.0045
@@ -172,14 +187,16 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 #: The host-launch-path problems.
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
-PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n")
+PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n",
+          "coop64")
 #: The wide phase writes its result file at most this often (s) and at its end.
 SAVE_EVERY_S = 30.0
-#: What runs without ``--phases``: every phase but ``wide``, ``streamk``, ``small_m``, ``streamk_nd`` and
-#: ``ragged_n`` (campaigns of their own).
-DEFAULT_PHASES = PHASES[:-5]
+#: What runs without ``--phases``: every phase but ``wide``, ``streamk``, ``small_m``, ``streamk_nd``,
+#: ``ragged_n`` and ``coop64`` (campaigns of their own).
+DEFAULT_PHASES = PHASES[:-6]
 #: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
-SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n")
+SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n",
+                  "coop64")
 
 
 def space_configs() -> list[KernelConfig]:
@@ -226,6 +243,20 @@ def small_m_configs() -> list[KernelConfig]:
     return out
 
 
+def coop64_configs() -> list[KernelConfig]:
+    """The ``coop64`` phase's candidates (span-instrumented, max swizzle 1, clusters and rasters of the small_m
+    phase): the 64-row cooperative tiles (``COOP64_TILE_N``) data-parallel and with each stream-K decomposition
+    of ``HW_DECOMPOSITIONS`` (deterministic), then the 64-row ping-pong tiles (data-parallel)."""
+    out = []
+    for (dec, splits), tn, (cm, cn), r in product(HW_DECOMPOSITIONS, COOP64_TILE_N, SMALL_M_CLUSTERS, SMALL_M_RASTERS):
+        out.append(KernelConfig(tile_m=64, tile_n=tn, cluster_m=cm, cluster_n=cn, schedule="cooperative", raster=r,
+                                swizzle=1, decomposition=dec, splits=splits, instrument=R.LEVEL_SPAN))
+    for tn, (cm, cn), r in product(COOP64_TILE_N, SMALL_M_CLUSTERS, SMALL_M_RASTERS):
+        out.append(KernelConfig(tile_m=64, tile_n=tn, cluster_m=cm, cluster_n=cn, schedule="pingpong", raster=r,
+                                swizzle=1, instrument=R.LEVEL_SPAN))
+    return out
+
+
 def _span(cfgs):
     return [replace(c, instrument=R.LEVEL_SPAN) for c in cfgs]
 
@@ -247,6 +278,7 @@ def plan(quick: bool = False) -> dict:
         "small_m": {"shapes": SMALL_M_SHAPES, "configs": small_m_configs(), "dtype": "fp16"},
         "streamk_nd": {"shapes": STREAMK_SHAPES, "configs": streamk_nd_configs(), "dtype": "fp16"},
         "ragged_n": {"shapes": RAGGED_N_SHAPES, "configs": ragged_n_configs(), "dtype": "fp16"},
+        "coop64": {"shapes": COOP64_SHAPES, "configs": coop64_configs(), "dtype": "fp16"},
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -269,6 +301,9 @@ def plan(quick: bool = False) -> dict:
         p["ragged_n"] = {"shapes": [(1000, 800, 520)], "dtype": "fp16",
                          "configs": [c for c in ragged_n_configs() if c.raster == "m" and c.cluster_m * c.cluster_n == 1
                                      and c.tile_n in (128, 160)]}
+        p["coop64"] = {"shapes": [(40, 1024, 4104), (200, 256, 8192)], "dtype": "fp16",
+                       "configs": [c for c in coop64_configs() if c.raster == "m" and c.cluster_m * c.cluster_n == 1
+                                   and c.tile_n in (64, 128)]}
     return p
 
 
@@ -391,7 +426,8 @@ class Gpu:
         if not runner.config.instrument:  # the uninstrumented twin (overhead phase) records nothing
             return {"span_ns": None, "clock_ghz": None, "slices": 0, "slices_expected": 0}
         m, n, k = runner.problem
-        return span_and_clock(runner.trace_buffer(slot), runner.cap, runner.grid_ctas(m, n, k))
+        return span_and_clock(runner.trace_buffer(slot), runner.cap, runner.grid_ctas(m, n, k),
+                              runner.config.roles_per_cta)
 
     def zero_traces(self, runners):
         for r in runners:
@@ -493,8 +529,9 @@ class DryGpu:
 
     def spans(self, runner, slot=0):
         return {"span_ns": int(runner.us * 1e3 * (1 + 0.01 * self._rng.random())), "clock_ghz": 1.3 + 0.05 *
-                self._rng.random(), "clock_ghz_min": 1.25, "clock_ghz_max": 1.4, "slices": 3 * runner.ctas,
-                "slices_expected": 3 * runner.ctas}
+                self._rng.random(), "clock_ghz_min": 1.25, "clock_ghz_max": 1.4,
+                "slices": runner.config.roles_per_cta * runner.ctas,
+                "slices_expected": runner.config.roles_per_cta * runner.ctas}
 
     def zero_traces(self, runners):
         pass
@@ -986,7 +1023,7 @@ class Campaign:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
         if "wide" in phases:
             self.phase_wide(p["wide"], quick)
-        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n"):
+        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n", "coop64"):
             if ph in phases:
                 rounds = small_m_rounds(quick) if ph == "small_m" else {
                     "budget_s": 0.6 if quick else 1.5, "max_rounds": 15, "min_rounds": 5}
@@ -1192,9 +1229,41 @@ def ragged_n_markdown(pub: dict) -> str:
     return "\n".join(parts)
 
 
+def _coop64_kind(config: str) -> str:
+    """A ``coop64`` row's kind: 64-row cooperative with the stream-K scheduler or data-parallel, 64-row ping-pong."""
+    if "_pp_" in config:
+        return "64-row ping-pong"
+    return "64-row cooperative, stream-K scheduler" if "_d" in config else "64-row cooperative, data-parallel"
+
+
+COOP64_KINDS = ("64-row cooperative, stream-K scheduler", "64-row cooperative, data-parallel", "64-row ping-pong")
+
+
+def coop64_markdown(pub: dict) -> str:
+    """The ``coop64`` phase's summary: our best candidate of all and of each kind against cuBLAS; the held-out
+    problems (``COOP64_HELD_OUT``) in a table of their own."""
+    kinds = [("(all)", lambda c: True)] + [(f, lambda c, f=f: _coop64_kind(c) == f) for f in COOP64_KINDS]
+    mnk = [pub["columns"].index(c) for c in ("m", "n", "k")]
+    extra = (" The twin's one-warpgroup cooperative kernel at 64 rows (data-parallel, heuristic, stream-K, split-K "
+             "by 2, 4, 8; deterministic reduction) beside the 64-row ping-pong, clusters 1x1, 1x2, 2x1, rasters M "
+             "and N, max swizzle 1.")
+    parts = []
+    for name, held in (("development problems", False), ("held-out problems", True)):
+        rows = [r for r in pub["rows"] if (tuple(r[i] for i in mnk) in COOP64_HELD_OUT) == held]
+        if rows:
+            parts.append(_best_by_kind(dict(pub, rows=rows), f"{gpu_tag(pub['env']).upper()} 64-row cooperative "
+                                       f"campaign, {name}", extra, kinds, "`_pp`: ping-pong; `_dh` heuristic, "
+                                       "`_dsk` stream-K, `_ds<N>` split-K by N; no `_d`: the static scheduler"))
+    return "\n".join(parts)
+
+
+#: The published files of the ``coop64`` phase, named by the GPU that ran it.
+COOP64_BASE = "{gpu}_coop64"
+
 #: Phases published to files of their own: (file base, Markdown summary).
 OWN_FILE_PHASES = {"streamk": (STREAMK_BASE, streamk_markdown), "small_m": (SMALL_M_BASE, small_m_markdown),
-                   "streamk_nd": (STREAMK_ND_BASE, streamk_nd_markdown), "ragged_n": (RAGGED_N_BASE, ragged_n_markdown)}
+                   "streamk_nd": (STREAMK_ND_BASE, streamk_nd_markdown), "ragged_n": (RAGGED_N_BASE, ragged_n_markdown),
+                   "coop64": (COOP64_BASE, coop64_markdown)}
 
 
 #: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).

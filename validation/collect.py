@@ -159,7 +159,7 @@ def check_one(s: Session, cfg: KernelConfig, dtype: str, m: int, n: int, k: int,
         sl = decode(run.trace_buffer(), run.cap, run.grid_ctas(m, n))
         rec["slices"] = len(sl)
         rec["dropped"] = int(sum(x.dropped for x in sl.values()))
-        rec["slices_expected"] = run.grid_ctas(m, n) * R.ROLES_PER_CTA
+        rec["slices_expected"] = run.grid_ctas(m, n) * cfg.roles_per_cta
         if R.record_level(cfg.instrument) >= R.LEVEL_TILE:  # tile records: the order of every CTA
             rec["schedule_ok"] = schedule_matches(sl, cfg, m, n, run.c.max_active_clusters, k)
         else:  # the span level: every role of every CTA wrote its header and footer

@@ -77,6 +77,9 @@ SMALL_M = RESULTS / "h200_small_m.json"
 STREAMK_ND = RESULTS / "h200_streamk_nd.json"
 #: The ragged-N campaign on the H200 (validation/campaign.py --phases ragged_n): cooperative widths 96-256.
 RAGGED_N = RESULTS / "h200_ragged_n.json"
+#: The 64-row cooperative campaign on the H200 (validation/campaign.py --phases coop64): the one-warpgroup
+#: cooperative kernel with the stream-K scheduler, beside the 64-row ping-pong.
+COOP64 = RESULTS / "h200_coop64.json"
 SPLITS = ("dev", "held_out")
 
 

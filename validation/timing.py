@@ -166,7 +166,7 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
 
 
 # ------------------------------------------------------------------ in-kernel span and clock
-def span_and_clock(buf, cap: int, ctas: int) -> dict:
+def span_and_clock(buf, cap: int, ctas: int, roles: int | None = None) -> dict:
     """The in-kernel time of one launch from its record buffer (any instrumented level; the span
     level writes only these): every (CTA, role) slice's header and footer.
 
@@ -174,7 +174,8 @@ def span_and_clock(buf, cap: int, ctas: int) -> dict:
     store's ``cp.async.bulk.wait_group 0``: the last store landed), in %globaltimer ns;
     ``clock_ghz``: median over slices of clock64 ticks over globaltimer ns (the effective SM clock
     of this launch), with its min and max; ``slices``/``slices_expected``: slices with a valid
-    header and footer (fewer: the launch did not write all of them). Pure numpy.
+    header and footer (fewer: the launch did not write all of them; ``roles``: the slices each CTA
+    writes, ``KernelConfig.roles_per_cta``, default all ``ROLES_PER_CTA``). Pure numpy.
     """
     import numpy as np
 
@@ -184,7 +185,7 @@ def span_and_clock(buf, cap: int, ctas: int) -> dict:
     rec = rec.reshape(n, cap, R.RECORD_WORDS)
     h, f = rec[:, 0], rec[:, 1]
     ok = ((h[:, 0] & 0xFF) == R.HEADER) & ((f[:, 0] & 0xFF) == R.FOOTER)
-    out = {"slices": int(ok.sum()), "slices_expected": n}
+    out = {"slices": int(ok.sum()), "slices_expected": ctas * (R.ROLES_PER_CTA if roles is None else roles)}
     if not ok.any():
         return {**out, "span_ns": None, "clock_ghz": None, "clock_ghz_min": None, "clock_ghz_max": None}
     h, f = h[ok], f[ok]

@@ -142,6 +142,8 @@ _SM90_STREAM_K = (
     ("sm90-coop-1x1-streamk-nondet", (1, 1), {"decomposition": "stream_k", "reduction": "nondeterministic"}),
     ("sm90-coop-2x1-splitk-c", (2, 1), {"decomposition": "split_k", "splits": 3, "read_c": True}),
     ("sm90-coop-1x2-heuristic-ragged", (1, 2), {"decomposition": "heuristic", "m": 250, "n": 120, "k": 2552}),
+    ("sm90-coop64-1x2-splitk-ragged", (1, 2), {"tile_m": 64, "decomposition": "split_k", "splits": 3, "m": 100,
+                                                "n": 120, "k": 2552}),
 )
 
 

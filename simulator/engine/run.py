@@ -267,7 +267,7 @@ def estimate_events(cfg) -> int:
     cta_tiles = tiles * cfg.atom_thr_m
     cta_kblocks = cta_tiles * cfg.k_tiles
     if cfg.arch_name == "sm90":
-        consumers = 2 if cfg.schedule == "cooperative" else 1
+        consumers = cfg.num_consumer_warpgroups if cfg.schedule == "cooperative" else 1
         return int((2 + 2 * consumers) * cta_kblocks + 4 * cta_tiles * cfg.epi_subtiles + 50 * cta_tiles)
     return int(2 * cta_kblocks + 3 * cta_tiles * cfg.epi_subtiles + 50 * cta_tiles)
 

@@ -95,7 +95,7 @@ def kblock_tensor_cycles(cfg, arch: ArchSpec) -> float:
         from simulator.kernels.sm90_tma_ws import Sm90Timing
 
         t = Sm90Timing.derive(cfg, arch)
-        return t.kblock_wg_cycles * (2 if cfg.schedule == "cooperative" else 1)
+        return t.kblock_wg_cycles * (cfg.num_consumer_warpgroups if cfg.schedule == "cooperative" else 1)
     from simulator.kernels.sm100_tma_ws import Sm100Timing
 
     return Sm100Timing.derive(cfg, arch).kblock_mma_cycles

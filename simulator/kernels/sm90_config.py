@@ -29,13 +29,19 @@ from simulator.kernels.gemm_config import (
 if TYPE_CHECKING:  # pragma: no cover
     from simulator.machine.arch import ArchSpec
 
+#: tile_m of the twin's cooperative kernel with one math warpgroup (hw_kernels/sm90_gemm.py): the stream-K
+#: scheduler's 64-row tiles for M <= 64, which CUTLASS's cooperative kernel does not build.
+COOPERATIVE_ONE_WG_TILE_M = 64
+
 
 @dataclass(frozen=True)
 class Sm90GemmConfig(GemmConfigBase):
     """One launch of CUTLASS's SM90 TMA warp-specialized persistent GEMM (cooperative or pingpong).
 
     cooperative (``KernelTmaWarpSpecializedCooperative``): two consumer warpgroups split one tile's M
-    (tile_m a multiple of 128, 64 rows per warpgroup per wgmma). pingpong
+    (tile_m a multiple of 128, 64 rows per warpgroup per wgmma); at tile_m = 64 one consumer warpgroup holds
+    the whole tile (the twin's extension, so that the stream-K scheduler reaches M <= 64: CUTLASS's
+    cooperative kernel static_asserts tile M >= 128). pingpong
     (``KernelTmaWarpSpecializedPingpong``): each consumer warpgroup owns a whole tile and the two
     alternate mainloop/epilogue through an ordered barrier. ``tile_n`` None -> 256 (cooperative) or
     128 (pingpong: a 128x256 fp32 accumulator would need 256 registers per thread of one warpgroup,
@@ -109,7 +115,8 @@ class Sm90GemmConfig(GemmConfigBase):
 
     @property
     def num_consumer_warpgroups(self) -> int:
-        return 2
+        """Math warpgroups of one CTA: two, but one in the twin's 64-row cooperative kernel."""
+        return 1 if self.schedule == "cooperative" and self.tile_m == COOPERATIVE_ONE_WG_TILE_M else 2
 
     @property
     def tiles_m(self) -> int:
@@ -200,8 +207,9 @@ class Sm90GemmConfig(GemmConfigBase):
 
     @property
     def consumer_threads_per_tile(self) -> int:
-        """Threads holding one tile's accumulators: 256 (cooperative: both warpgroups) or 128 (pingpong)."""
-        return 256 if self.schedule == "cooperative" else 128
+        """Threads holding one tile's accumulators: 128 per math warpgroup (cooperative: all of them) or 128
+        (pingpong)."""
+        return 128 * self.num_consumer_warpgroups if self.schedule == "cooperative" else 128
 
     @property
     def accumulator_registers_per_thread(self) -> int:
@@ -219,9 +227,10 @@ class Sm90GemmConfig(GemmConfigBase):
         tm, tn = self.tile_m, self.cta_tile_n
         # wgmma: M = 64 per warpgroup instruction, N a multiple of 8 in [8, 256] (mma_sm90_gmma.hpp).
         if self.schedule == "cooperative":
-            if tm % 128 != 0:
+            if tm % 128 != 0 and tm != COOPERATIVE_ONE_WG_TILE_M:
                 raise ConfigError(f"tile_m={tm}: cooperative schedule splits M over 2 consumer warpgroups of "
-                                  "64-row wgmma: tile_m must be a multiple of 128 (sm90 cooperative kernel)")
+                                  "64-row wgmma: tile_m must be a multiple of 128 (sm90 cooperative kernel), "
+                                  f"or {COOPERATIVE_ONE_WG_TILE_M} (the twin's one-warpgroup cooperative kernel)")
         elif tm % 64 != 0:
             raise ConfigError(f"tile_m={tm}: pingpong needs tile_m a multiple of 64 (wgmma M = 64)")
         if not (tn % 8 == 0 and 8 <= tn <= 256):

@@ -303,7 +303,7 @@ class Sm90Timing:
         # wgmma SS issues at the math rate at every N (measured); the operand reads never bind.
         instr = 2.0 * WGMMA_M * n * instr_k / rate
         coop = cfg.schedule == "cooperative"
-        rows = cfg.tile_m // NUM_MMA_WARPGROUPS if coop else cfg.tile_m
+        rows = cfg.tile_m // cfg.num_consumer_warpgroups if coop else cfg.tile_m
         per_kblock = max(1, rows // WGMMA_M) * max(1, cfg.cta_tile_k // instr_k)
         # Latency per N, scaled by the arch's (N=128) value so that an override still acts.
         lat = _wgmma_latency(n, arch.mma_latency_cycles.value / WGMMA_SS_LATENCY[1][1].value)
@@ -311,7 +311,7 @@ class Sm90Timing:
         em, en = cfg.epi_tile
         d_bytes = em * en * cfg.bits_d / 8
         alu, wait, bar, issue = _epilogue_phases(cfg.schedule, d_bytes)
-        elems = em * en // (NUM_MMA_WARPGROUPS if coop else 1)
+        elems = em * en // (cfg.num_consumer_warpgroups if coop else 1)
         c_read = elems * (cfg.bits_c / 8) / smem_bw if cfg.read_c else 0.0
         rows_cost = RowPitchCost.of(cfg.k, cfg.bits_ab)
         tma_rate = arch.tma_load_bytes_per_clk_per_sm.value / rows_cost.tma_cost
@@ -561,7 +561,7 @@ class Consumer(Role):
         # Mainloop empty arrivals per release per destination CTA: one per warp of this warpgroup
         # (the count arrivals.py derives for the whole stage, split over its consumers and peers).
         c = k.counts["mainloop"].consumer
-        wgs = NUM_MMA_WARPGROUPS if not self.pingpong else 1
+        wgs = cfg.num_consumer_warpgroups if not self.pingpong else 1
         self.release_count = max(1, c // (len(self.release_targets) * wgs))
         self.releases_mainloop = k.knobs.releases("mainloop")
         # TMA store pipeline of the store thread (PipelineTmaStore: bulk groups, no mbarrier).
@@ -704,7 +704,7 @@ class Consumer(Role):
         cta, k = self.cta, self.k
         cfg, t = k.cfg, k.timing
         races = self.races
-        writers = 1 if self.pingpong else NUM_MMA_WARPGROUPS   # consumer warpgroups that write a subtile
+        writers = 1 if self.pingpong else cfg.num_consumer_warpgroups   # consumer warpgroups that write a subtile
         t_w = 0.0
         release_ld = k.knobs.releases("epi_load")
         allowed = max(0, cfg.epilogue_store_stages - 2)
@@ -840,7 +840,7 @@ class Sm90GemmTmaWarpSpecialized:
             resident = min(grid, sm90_cluster_capacity(cfg.cluster_size, arch))
             acc_bytes = cfg.bits_acc // 8
             self.fixup = Fixup(self, self.decomp, sm90_fixup_counts(self.facts),
-                               cfg.tile_m // NUM_MMA_WARPGROUPS * cfg.cta_tile_n * acc_bytes, cfg.cluster_size,
+                               cfg.tile_m // cfg.num_consumer_warpgroups * cfg.cta_tile_n * acc_bytes, cfg.cluster_size,
                                arch.l2_latency_cycles.value, SM90_WORKSPACE_RATES)
             self.timing = replace(self.timing, notes=self.timing.notes + (
                 "decomposition: " + self.decomp.summary(),) + self.decomp.params.notes + tuple(
@@ -867,7 +867,7 @@ class Sm90GemmTmaWarpSpecialized:
                 roles: list[Role] = [MainloopLoad(c)]
                 if cfg.read_c:
                     roles.append(EpilogueLoad(c))
-                roles += [Consumer(c, 0), Consumer(c, 1)]
+                roles += [Consumer(c, wg) for wg in range(cfg.num_consumer_warpgroups)]
                 c.roles = roles
                 self.roles += roles
         if grid <= resident:

@@ -290,11 +290,15 @@ def _hw_tiles(tiles, decompositions, reductions) -> list[dict]:
 
 
 def hw_small_m_space() -> list[dict]:
-    """The twin's 64-row ping-pong candidates (data-parallel; ``HW_SMALL_M_TILE_N`` x ``HW_CLUSTERS`` x
-    ``HW_RASTERS`` x ``HW_SWIZZLES``), which ``--space hw`` adds for M <= ``HW_SMALL_M_MAX_M``."""
-    return [{"tile_m": 64, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn, "schedule": "pingpong",
-             "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32, "epilogue_store_stages": 4}
-            for tile_n, (cm, cn), raster, swizzle in product(HW_SMALL_M_TILE_N, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES)]
+    """The twin's 64-row candidates, which ``--space hw`` adds for M <= ``HW_SMALL_M_MAX_M``: the ping-pong tiles
+    (data-parallel; ``HW_SMALL_M_TILE_N`` x ``HW_CLUSTERS`` x ``HW_RASTERS`` x ``HW_SWIZZLES``), then the
+    one-warpgroup cooperative tiles of the same widths, data-parallel and with each stream-K decomposition and
+    reduction (the campaign's ``coop64`` phase)."""
+    pp = [{"tile_m": 64, "tile_n": tile_n, "tile_k": 64, "cluster_m": cm, "cluster_n": cn, "schedule": "pingpong",
+           "raster": raster, "swizzle": swizzle, "epilogue_tile_n": 32, "epilogue_store_stages": 4}
+          for tile_n, (cm, cn), raster, swizzle in product(HW_SMALL_M_TILE_N, HW_CLUSTERS, HW_RASTERS, HW_SWIZZLES)]
+    coop = _hw_tiles(tuple(("cooperative", t) for t in HW_SMALL_M_TILE_N), HW_DECOMPOSITIONS, HW_REDUCTIONS)
+    return pp + [dict(d, tile_m=64) for d in coop]
 
 
 #: Fields of hw_kernels.host.KernelConfig that describe the kernel (not its instrumentation).

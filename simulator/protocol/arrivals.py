@@ -215,7 +215,8 @@ class Sm90KernelFacts:
 
     @classmethod
     def from_config(cls, cfg: Any) -> Sm90KernelFacts:
-        return cls(cluster_m=cfg.cluster_m, cluster_n=cfg.cluster_n, schedule=cfg.schedule, read_c=cfg.read_c)
+        return cls(cluster_m=cfg.cluster_m, cluster_n=cfg.cluster_n, schedule=cfg.schedule, read_c=cfg.read_c,
+                   num_consumer_warpgroups=getattr(cfg, "num_consumer_warpgroups", 2))
 
     @property
     def cluster_size(self) -> int:

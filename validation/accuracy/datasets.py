@@ -179,10 +179,11 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
     wide campaign's part of that name: ``h200_campaign_wide.json``, ``h200_campaign_wide_heldout.json``),
     each row at its own in-kernel clock."""
     from simulator.engine.run import estimate_events
-    from validation.campaign import RAGGED_N_HELD_OUT, gpu_tag
+    from validation.campaign import COOP64_HELD_OUT, RAGGED_N_HELD_OUT, gpu_tag
     from validation.compare import sim_config_from_measured
     from validation.measurements import (
         CAMPAIGN,
+        COOP64,
         RAGGED_N,
         SMALL_M,
         SPLITS,
@@ -202,7 +203,10 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
                        "split-K rows)"),
         "ragged_n": (RAGGED_N, "h200-ragged-n", ", ragged-N campaign (cooperative widths 96-256; data-parallel, "
                      "heuristic and stream-K rows)"),
+        "coop64": (COOP64, "h200-coop64", ", 64-row campaign (the one-warpgroup cooperative kernel, data-parallel and "
+                   "every stream-K decomposition; the 64-row ping-pong)"),
     }[split]
+    held_out = {"ragged_n": RAGGED_N_HELD_OUT, "coop64": COOP64_HELD_OUT}.get(split)
     src = path or default_src
     title = "H200, our CuTe-DSL SM90 twin (validation/results)" + part
     ds = DataSet(name, title, "", [], derived=H200_DERIVED, class_title="schedule and tile")
@@ -239,9 +243,9 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
                            classes={**_h200_classes(cfg, float(row["event_us"])),
                                     **({"campaign class": row["cls"]} if row.get("cls") else {}),
                                     **({"decomposition": _decomposition(cfg)}
-                                       if split in ("streamk", "streamk_nd", "ragged_n") else {}),
-                                    **({"problems": "held out" if (row["m"], row["n"], row["k"]) in RAGGED_N_HELD_OUT
-                                        else "development"} if split == "ragged_n" else {})}))
+                                       if split in ("streamk", "streamk_nd", "ragged_n", "coop64") else {}),
+                                    **({"problems": "held out" if (row["m"], row["n"], row["k"]) in held_out
+                                        else "development"} if held_out else {})}))
     return ds
 
 
@@ -249,7 +253,8 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
 #: parts are scored only when named: ``h200-wide`` (dev rows) and ``h200-wide-heldout`` (the held-out
 #: rows: the final score of a model chosen without them); so are ``h200-streamk``, the stream-K campaign,
 #: ``h200-small-m``, the M <= 128 campaign, ``h200-streamk-nd``, the nondeterministic reduction's rows, and
-#: ``h200-ragged-n``, the ragged-N widths (each measured after the model was frozen, used for no choice).
+#: ``h200-ragged-n``, the ragged-N widths, and ``h200-coop64``, the 64-row cooperative kernel (each measured after
+#: the model was frozen, used for no choice).
 DATASETS: dict[str, Callable[..., DataSet]] = {
     "h200": load_h200, "b200": load_b200,
     "h200-wide": lambda path=None: load_h200(path, split="dev"),
@@ -257,7 +262,8 @@ DATASETS: dict[str, Callable[..., DataSet]] = {
     "h200-streamk": lambda path=None: load_h200(path, split="streamk"),
     "h200-small-m": lambda path=None: load_h200(path, split="small_m"),
     "h200-streamk-nd": lambda path=None: load_h200(path, split="streamk_nd"),
-    "h200-ragged-n": lambda path=None: load_h200(path, split="ragged_n")}
+    "h200-ragged-n": lambda path=None: load_h200(path, split="ragged_n"),
+    "h200-coop64": lambda path=None: load_h200(path, split="coop64")}
 #: What ``wsim accuracy`` scores without ``--data``.
 DEFAULT_DATASETS = ("h200", "b200")
 
