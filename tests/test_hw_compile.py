@@ -184,8 +184,9 @@ def test_64_row_pingpong_writes_records_when_instrumented():
 
 def test_64_row_tile_rules():
     Sm90TmaWsGemm(tile_m=64, tile_n=256, schedule="pingpong")
-    with pytest.raises(ValueError, match="tile_m=64: must be one of \\(128,\\) for cooperative"):
-        Sm90TmaWsGemm(tile_m=64, tile_n=128)
+    assert Sm90TmaWsGemm(tile_m=64, tile_n=128).consumer_wgs == 1          # the one-warpgroup cooperative kernel
+    with pytest.raises(ValueError, match="tile_m=96: must be one of \\(64, 128\\) for cooperative"):
+        Sm90TmaWsGemm(tile_m=96, tile_n=128)
     with pytest.raises(ValueError, match="tile_n=256: must be one of \\(64, 128\\) for pingpong with tile_m=128"):
         Sm90TmaWsGemm(tile_m=128, tile_n=256, schedule="pingpong")
 
@@ -202,3 +203,29 @@ def test_ragged_n_widths_compile_to_one_wgmma_of_that_n_with_the_models_stages(t
     assert c.stages == model.mainloop_stages == mainloop_stages_that_fit(128, tile_n, 64, 32, 4, 16, 16,
                                                                          model.smem_capacity())
     assert ("multicast::cluster" in c.ptx) == (cluster != (1, 1))
+
+
+@pytest.mark.parametrize("tile_n,cluster,decomposition", [(128, (1, 1), "data_parallel"), (256, (1, 2), "split_k"),
+                                                          (64, (2, 1), "stream_k")])
+def test_64_row_cooperative_has_one_math_warpgroup(tile_n, cluster, decomposition):
+    """One consumer warpgroup of 128 threads: one m64 wgmma per k16 step, empty arrivals of 4 warps per
+    multicast peer, the epilogue's (and the fixup's) named barriers of 128 threads, the model's stages."""
+    from hw_kernels.rules import mainloop_stages_that_fit
+    from hw_kernels.static_counts import sm90_twin_counts
+    from simulator.kernels.space import sm90_config_from_hw
+    cm, cn = cluster
+    cfg = KernelConfig(tile_m=64, tile_n=tile_n, cluster_m=cm, cluster_n=cn, decomposition=decomposition,
+                       splits=2 if decomposition == "split_k" else 1)
+    c = compile_sm90(cfg, "fp16", device="cpu", keep=True)
+    ptx = c.ptx
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {f"m64n{tile_n}k16"}
+    model = sm90_config_from_hw(cfg.asdict(), 32, 8192, 8192, "fp16").resolved()
+    assert model.num_consumer_warpgroups == 1
+    assert c.stages == model.mainloop_stages == mainloop_stages_that_fit(64, tile_n, 64, 32, 4, 16, 16,
+                                                                         model.smem_capacity())
+    want = sm90_twin_counts(cm, cn, "cooperative", 1)
+    assert want["empty"] == 4 * (cm + cn - 1) and want["epilogue"] == 128
+    assert _mbarrier_init_counts(ptx) == Counter({want["full"]: c.stages}) + Counter({want["empty"]: c.stages})
+    # the epilogue's named barrier (bar 1): the warpgroup's 128 threads (256 in the two-warpgroup kernel)
+    assert re.search(r"bar\.sync\s+1,\s*128;", ptx) and not re.search(r"bar\.sync\s+1,\s*256;", ptx)
+    assert ("fence.acq_rel.gpu" in ptx) == (decomposition != "data_parallel")
