@@ -342,7 +342,7 @@ def test_sm90_pingpong_defaults():
 
 @pytest.mark.parametrize("kw,expect", [
     (dict(schedule="coop"), "schedule='coop'"),
-    (dict(tile_m=64), "tile_m=64: cooperative"),
+    (dict(tile_m=192), "tile_m=192: cooperative"),
     (dict(schedule="pingpong", tile_m=96), "tile_m=96: pingpong"),
     (dict(tile_n=264), "tile_n=264"),
     (dict(tile_n=100), "tile_n=100"),
