@@ -1217,15 +1217,22 @@ def ragged_n_markdown(pub: dict) -> str:
     from validation.measurements import twin_config
     kinds = (("(all)", lambda c: True), ("ragged-N width", lambda c: twin_config(c).tile_n in HW_RAGGED_TILE_N),
              ("128/192/256 width", lambda c: twin_config(c).tile_n not in HW_RAGGED_TILE_N))
-    mnk = [pub["columns"].index(c) for c in ("m", "n", "k")]
     extra = (f" Cooperative tiles (ragged-N widths {', '.join(map(str, HW_RAGGED_TILE_N))} beside 128, 192, 256), "
              "every cluster and raster, max swizzle 1, data-parallel, heuristic and stream-K.")
+    return _dev_and_held_out(pub, RAGGED_N_HELD_OUT, "ragged-N campaign", extra, kinds,
+                             "`_dh` heuristic, `_dsk` stream-K; no `_d`: the static scheduler")
+
+
+def _dev_and_held_out(pub: dict, held_out: frozenset, title: str, extra: str, kinds, names: str) -> str:
+    """:func:`_best_by_kind` of the development problems, then of the ``held_out`` ones (a table each, titled
+    ``<GPU> <title>, development problems`` / ``held-out problems``)."""
+    mnk = [pub["columns"].index(c) for c in ("m", "n", "k")]
     parts = []
     for name, held in (("development problems", False), ("held-out problems", True)):
-        rows = [r for r in pub["rows"] if (tuple(r[i] for i in mnk) in RAGGED_N_HELD_OUT) == held]
+        rows = [r for r in pub["rows"] if (tuple(r[i] for i in mnk) in held_out) == held]
         if rows:
-            parts.append(_best_by_kind(dict(pub, rows=rows), f"{gpu_tag(pub['env']).upper()} ragged-N campaign, {name}",
-                                       extra, kinds, "`_dh` heuristic, `_dsk` stream-K; no `_d`: the static scheduler"))
+            parts.append(_best_by_kind(dict(pub, rows=rows), f"{gpu_tag(pub['env']).upper()} {title}, {name}", extra,
+                                       kinds, names))
     return "\n".join(parts)
 
 
@@ -1243,18 +1250,12 @@ def coop64_markdown(pub: dict) -> str:
     """The ``coop64`` phase's summary: our best candidate of all and of each kind against cuBLAS; the held-out
     problems (``COOP64_HELD_OUT``) in a table of their own."""
     kinds = [("(all)", lambda c: True)] + [(f, lambda c, f=f: _coop64_kind(c) == f) for f in COOP64_KINDS]
-    mnk = [pub["columns"].index(c) for c in ("m", "n", "k")]
     extra = (" The twin's one-warpgroup cooperative kernel at 64 rows (data-parallel, heuristic, stream-K, split-K "
              "by 2, 4, 8; deterministic reduction) beside the 64-row ping-pong, clusters 1x1, 1x2, 2x1, rasters M "
              "and N, max swizzle 1.")
-    parts = []
-    for name, held in (("development problems", False), ("held-out problems", True)):
-        rows = [r for r in pub["rows"] if (tuple(r[i] for i in mnk) in COOP64_HELD_OUT) == held]
-        if rows:
-            parts.append(_best_by_kind(dict(pub, rows=rows), f"{gpu_tag(pub['env']).upper()} 64-row cooperative "
-                                       f"campaign, {name}", extra, kinds, "`_pp`: ping-pong; `_dh` heuristic, "
-                                       "`_dsk` stream-K, `_ds<N>` split-K by N; no `_d`: the static scheduler"))
-    return "\n".join(parts)
+    return _dev_and_held_out(pub, COOP64_HELD_OUT, "64-row cooperative campaign", extra, kinds,
+                             "`_pp`: ping-pong; `_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N; no `_d`: "
+                             "the static scheduler")
 
 
 #: The published files of the ``coop64`` phase, named by the GPU that ran it.
