@@ -22,6 +22,13 @@ def session(tmp_path_factory):
     return Session(tmp_path_factory.mktemp("hw"), "pytest tests/test_hw_gpu.py")
 
 
+def _assert_correct(session, cfg, dtype, shape):
+    """No output left NaN (every element written) and every element within the reference's tolerance."""
+    r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
+    assert r["nan"] == 0, r
+    assert r["ok"], r
+
+
 @pytest.mark.parametrize("shape", [(128, 256, 64), (1000, 1032, 520), (129, 264, 72), (64, 8, 8),
                                    (4096, 2048, 256)])
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -30,9 +37,7 @@ def session(tmp_path_factory):
                                  KernelConfig(schedule="pingpong", tile_n=128, swizzle=4),
                                  KernelConfig(schedule="pingpong", tile_n=128, instrument=R.LEVEL_EPILOGUE)])
 def test_matches_float32_reference(session, cfg, dtype, shape):
-    r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
-    assert r["nan"] == 0, r
-    assert r["ok"], r
+    _assert_correct(session, cfg, dtype, shape)
 
 
 #: M <= 128 and ragged M (the 64-row ping-pong tile): M below one tile, one tile, a partial second tile,
@@ -54,9 +59,7 @@ PINGPONG_64 = [KernelConfig(tile_m=64, tile_n=64, schedule="pingpong", cluster_m
 def test_64_row_pingpong_matches_float32_reference(session, cfg, dtype, shape):
     """Every output written and within 2 x cuBLAS's error; instrumented: every slice complete and (tile
     levels) each consumer warpgroup's tiles those of hw_kernels/schedule.py, alternating."""
-    r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
-    assert r["nan"] == 0, r
-    assert r["ok"], r
+    _assert_correct(session, cfg, dtype, shape)
 
 
 #: The ragged-N widths (multiples of the 32-column epilogue subtile between the wide tiles): N a whole number of
@@ -74,9 +77,7 @@ RAGGED_N = [KernelConfig(tile_n=160, instrument=R.LEVEL_EPILOGUE),
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("cfg", RAGGED_N, ids=lambda c: c.name())
 def test_ragged_n_widths_match_float32_reference(session, cfg, dtype, shape):
-    r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
-    assert r["nan"] == 0, r
-    assert r["ok"], r
+    _assert_correct(session, cfg, dtype, shape)
 
 
 #: The one-warpgroup cooperative kernel (tile_m = 64): data-parallel and every stream-K decomposition, both
@@ -96,6 +97,4 @@ COOP_64 = [KernelConfig(tile_m=64, tile_n=128, cluster_m=1, raster="m"),
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("cfg", COOP_64, ids=lambda c: c.name())
 def test_64_row_cooperative_matches_float32_reference(session, cfg, dtype, shape):
-    r = check_one(session, cfg, dtype, *shape, seed=hash((cfg, dtype, shape)) % 10_000)
-    assert r["nan"] == 0, r
-    assert r["ok"], r
+    _assert_correct(session, cfg, dtype, shape)
