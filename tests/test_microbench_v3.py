@@ -78,6 +78,20 @@ def test_experiment_plans():
     assert mainloop._grid(64, 28672, 256, "c1x1", 132) == (112, 1, 112, 1)
 
 
+def test_hbm_plan_is_one_tile_row_problems_on_part_of_the_chip():
+    """v3d: each replay's grid is below the SM count (B streams on part of the chip) and one tile row
+    holds M, so every CTA has its own B stripe; the A and B buffers of ``measure`` hold every problem."""
+    from validation.microbench import bstream_pitch
+    ex = mainloop.hbm_experiments()
+    assert len(ex) == len(set(ex)) and all(e[3] in mainloop_cuda.TILE_NS and e[5] in mainloop.MODES for e in ex)
+    for m, n, k, bn, cluster, *_ in ex:
+        grid = mainloop._grid(m, n, bn, cluster, 132)[2]
+        assert grid < 132 and (m <= 128 or grid == -(-m // 128) * -(-n // bn))
+        assert m * k <= 4096 * 4096 and n * k <= max(8192 * 28672, 4096 * 65536)
+    assert mainloop._grid(32, 8192, 128, "c1x1", 132)[2] == 64
+    assert max(bstream_pitch.CTAS) < 132 and set(bstream_pitch.PITCH_K) >= {4096, 8192, 65536}
+
+
 def test_generated_mainloop_source_has_every_tile_and_the_twins_remote_arrive():
     src = mainloop_cuda.cuda_source()
     for n in mainloop_cuda.TILE_NS:

@@ -44,6 +44,22 @@ def pace_experiments(quick: bool = False) -> list[tuple]:
     return ex[::3] if quick else ex
 
 
+def hbm_experiments(quick: bool = False) -> list[tuple]:
+    """The v3d run: the data-parallel small-M problems whose B streams from HBM on fewer SMs than the chip
+    has (one tile row; each CTA its own B stripe), where the model's rows run 10-36% too fast: the loads
+    alone (tma) and with the math (wgmma), A zero-filled or not, beside 128x128 tiles the model gets right."""
+    ex = []
+    p = (32, 8192, 8192)
+    ex += [(*p, bn, "c1x1", m, False) for bn in (64, 128, 256) for m in ("wgmma", "tma")]
+    ex += [(*p, 128, "c1x1", "wgmma", True), (*p, 128, "c1x2", "wgmma", False), (*p, 64, "c1x2", "wgmma", False)]
+    p = (128, 4096, 65536)
+    ex += [(*p, 64, "c1x1", m, False) for m in ("wgmma", "tma")]
+    ex += [(*p, 64, "c1x2", "wgmma", False), (*p, 128, "c1x1", "wgmma", False), (*p, 128, "c1x1", "tma", False)]
+    p = (512, 512, 32768)
+    ex += [(*p, 64, "c1x1", m, False) for m in ("wgmma", "tma")] + [(*p, 128, "c1x1", "wgmma", False)]
+    return ex[::3] if quick else ex
+
+
 def experiments(quick: bool = False) -> list[tuple]:
     """(M, N, K, tile N, cluster, mode, a_full[, stages[, grid]]) of every replay (stages: the twin's,
     grid: min(tiles, 132 CTAs or 66 clusters), unless given)."""
@@ -73,23 +89,27 @@ def _grid(m: int, n: int, bn: int, cluster: str, sms: int) -> tuple[int, int, in
     return cn, cm, size * min(sms // size, cn * cm), size
 
 
-def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = False, pace: bool = False) -> dict:
+def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = False, pace: bool = False,
+            hbm: bool = False) -> dict:
     """The 1x1 replays (``clustered``: the 1x2 and 2x1 ones: family ``mainloop_cluster``; ``scaling``:
     :func:`scaling_experiments`, family ``mainloop_scaling``; ``pace``: :func:`pace_experiments`, every
-    cluster shape, family ``mainloop_pace``)."""
+    cluster shape, family ``mainloop_pace``; ``hbm``: :func:`hbm_experiments`, every cluster shape,
+    family ``mainloop_hbm``)."""
     from .build import cubin_path
     from .driver import Args, span_summary
     cub = cubin_path("mainloop_f16")
     sms = gpu.sm_count
     out = gpu.alloc(sms * 8 * 8)
     a_buf = gpu.alloc(4096 * 4096 * 2)
-    b_buf = gpu.alloc(8192 * 28672 * 2)
+    b_elems = max(8192 * 28672, 4096 * 65536)        # the largest B of any experiment
+    b_buf = gpu.alloc(b_elems * 2)
     gpu.fill_random(a_buf, 4096 * 4096, seed=5)
-    gpu.fill_random(b_buf, 8192 * 28672, seed=6)
+    gpu.fill_random(b_buf, b_elems, seed=6)
     res: dict = {"runs": []}
-    plan = pace_experiments(quick) if pace else (scaling_experiments(quick) if scaling else experiments(quick))
+    plan = (pace_experiments(quick) if pace else hbm_experiments(quick) if hbm
+            else scaling_experiments(quick) if scaling else experiments(quick))
     for ex in plan:
-        if not pace and (ex[4] != "c1x1") != clustered:
+        if not (pace or hbm) and (ex[4] != "c1x1") != clustered:
             continue
         m, n, k, bn, cluster, mode, a_full = ex[:7]
         stages = ex[7] if len(ex) > 7 else STAGES[bn]

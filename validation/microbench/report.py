@@ -65,7 +65,8 @@ def _l2_pivot(q: dict) -> list[str]:
 def _v3_tables(res: dict) -> list[str]:
     """The mainloop replays and the L2 sharing / zero-fill / B streams of the v3 suite, as tables."""
     out = []
-    runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace") for r in res.get(f, {}).get("runs", [])]
+    runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace",
+                                                 "mainloop_hbm") for r in res.get(f, {}).get("runs", [])]
     if runs:
         out += ["## Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)", "",
                 "| problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
@@ -110,13 +111,32 @@ def _v3_tables(res: dict) -> list[str]:
             out.append(f"| {r['box_rows']} | {r['stages']} | {r['ctas']} | {r['bytes_per_s'] / 1e12:.2f} | "
                        f"{r['bytes_per_clk_per_sm']:.1f} |")
         out.append("")
+    dp = res.get("bstream_pitch", {}).get("depth", [])
+    if dp:
+        out += ["## One CTA's TMA stream against the loads it keeps in flight (row pitch 16384 B)", "",
+                "| source | box KiB | CTAs | loads in flight | B/clk/SM | cycles per box | MHz |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in dp:
+            out.append(f"| {r['where']} | {r['box_rows'] * 128 // 1024} | {r['ctas']} | {r['stages']} | "
+                       f"{r['bytes_per_clk_per_sm']:.1f} | {r['cycles_per_box']:.0f} | {r['clock_mhz']} |")
+        out.append("")
+    bp = res.get("bstream_pitch", {}).get("bstream_pitch", [])
+    if bp:
+        out += ["## B from HBM at the pitches and SM counts of small-M problems (each CTA its own stripe, whole K)",
+                "", "| row pitch B | stripe rows | loads in flight | SMs | TB/s | B/clk/SM | MHz |",
+                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in bp:
+            out.append(f"| {r['pitch_bytes']} | {r['box_rows']} | {r['stages']} | {r['ctas']} | "
+                       f"{r['bytes_per_s'] / 1e12:.2f} | {r['bytes_per_clk_per_sm']:.1f} | {r['clock_mhz']} |")
+        out.append("")
     return out
 
 
 _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of issue 17 (small M, shared lines, "
            "zero fill, multicast)", "v3b": "issue 17, second run (clusters with the twin's remote arrive, "
            "scaling over SMs, zero fill in lockstep)", "v3c": "issue 17, third run (the mainloop's pace per tile N on "
-           "one SM and on 132 SMs in every cluster shape)"}
+           "one SM and on 132 SMs in every cluster shape)", "v3d": "issue 17, fourth run (small-M problems whose B "
+           "streams from HBM on part of the chip)"}
 
 
 def markdown(doc: dict) -> str:
