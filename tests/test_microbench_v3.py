@@ -12,13 +12,16 @@ from pathlib import Path
 import pytest
 
 from simulator.machine.arch import ArchSpec
-from validation.microbench import l2share, l2share_lockstep, mainloop, mainloop_cuda
-from validation.microbench.report import markdown
+from validation.microbench import bstream_pitch, l2share, l2share_lockstep, mainloop, mainloop_cuda
+from validation.microbench.report import gpu_short_name, markdown
 
 RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results"
 FAMILIES = {"h200_microbench_v3": {"clock", "l2share", "mainloop", "mainloop_cluster"},
             "h200_microbench_v3b": {"clock", "l2share_lockstep", "mainloop_scaling", "mainloop_cluster"},
-            "h200_microbench_v3c": {"clock", "mainloop_pace"}}
+            "h200_microbench_v3c": {"clock", "mainloop_pace"},
+            "h100_microbench_v3d": {"clock", "mainloop_hbm", "bstream_pitch"}}
+#: The chip each file was measured on (v3d: the session was lent an H100 only).
+DEVICE = {"h100_microbench_v3d": "NVIDIA H100 80GB HBM3"}
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
@@ -37,7 +40,7 @@ def q3():
 
 def test_result_metadata(doc):
     m = doc["meta"]
-    assert m["device"]["name"] == "NVIDIA H200" and m["device"]["sm_count"] == 132
+    assert m["device"]["name"] == DEVICE.get(doc["_name"], "NVIDIA H200") and m["device"]["sm_count"] == 132
     assert m["suite"] == doc["_name"].rsplit("_", 1)[1]
     assert m["command"] == f"python -m validation.microbench.run --out OUT --suite {m['suite']}"
     assert all(s["rc"] == 0 for s in m["family_status"].values())
@@ -49,7 +52,8 @@ def test_result_metadata(doc):
 
 def test_quantities_rederive_from_raw_results(doc):
     mods = {"l2share": l2share, "l2share_lockstep": l2share_lockstep, "mainloop": mainloop,
-            "mainloop_cluster": mainloop, "mainloop_scaling": mainloop, "mainloop_pace": mainloop}
+            "mainloop_cluster": mainloop, "mainloop_scaling": mainloop, "mainloop_pace": mainloop,
+            "mainloop_hbm": mainloop, "bstream_pitch": bstream_pitch}
     for fam, mod in mods.items():
         if fam not in doc["results"]:
             continue
@@ -62,7 +66,9 @@ def test_quantities_rederive_from_raw_results(doc):
 
 def test_markdown_report(doc):
     md = markdown(doc)
-    assert md.startswith(f"# H200 microbenchmarks ({doc['meta']['suite']}): ")
+    chip = gpu_short_name(doc["meta"]["device"]["name"])
+    assert doc["_name"].startswith(chip.lower() + "_")
+    assert md.startswith(f"# {chip} microbenchmarks ({doc['meta']['suite']}): ")
     assert "## Mainloop replays" in md
 
 
@@ -175,3 +181,26 @@ def test_v3c_the_sms_pace_per_tile_n_and_the_l2_pace_of_a_gemm_pattern():
         assert rate(run(tile_n=n, cluster="c1x1", mode="tma", grid=132), a + b) > 1.08 * l2, n
         assert rate(run(tile_n=n, cluster="c1x2", mode="tma", grid=132), a / 2 + b) == pytest.approx(l2, rel=0.12)
         assert rate(run(tile_n=n, cluster="c2x1", mode="tma", grid=132), a + b / 2) == pytest.approx(l2, rel=0.12)
+
+
+def test_gpu_short_name():
+    assert gpu_short_name("NVIDIA H100 80GB HBM3") == "H100"
+    assert gpu_short_name("NVIDIA H200") == "H200"
+    assert gpu_short_name("NVIDIA B200") == "B200"
+    assert gpu_short_name(None) == "GPU"
+
+
+def test_v3d_one_sms_hbm_stream_is_held_by_its_loads_in_flight():
+    """H100, one SM, 16 KiB boxes: from L2 the stream reaches its plateau (the TMA rate) by 4 loads in
+    flight; from HBM it still grows from 4 to 8 (the latency, not the TMA unit, holds it); the row
+    pitch (8 to 128 KiB) changes a 64-SM B stream by under 5%; zero fill of A costs the 64-CTA
+    32x8192x8192 mainloop a third of its K-block time (128-row A tensor against 32 rows)."""
+    q = {k: v["value"] for k, v in json.loads((RESULTS / "h100_microbench_v3d.json").read_text())["quantities"].items()}
+    l2 = [q[f"tma_depth.l2.rows128.st{s}.1sm.bytes_per_clk_per_sm"] for s in (1, 2, 4, 8)]
+    hbm = [q[f"tma_depth.hbm.rows128.st{s}.1sm.bytes_per_clk_per_sm"] for s in (1, 2, 4, 8)]
+    assert l2[0] < l2[1] < l2[2] and abs(l2[3] - l2[2]) < 0.05 * l2[2]
+    assert hbm[0] < hbm[1] < hbm[2] < hbm[3] and hbm[3] > 1.5 * hbm[2]
+    by_pitch = [q[f"b_stream.hbm.p{p}.rows128.st6.64sm.bytes_per_s"] for p in (8192, 16384, 131072)]
+    assert max(by_pitch) < 1.05 * min(by_pitch)
+    base = "mainloop.fp16_32x8192x8192.n128.c1x1.wgmma"
+    assert q[f"{base}.kblock_cycles"] > 1.3 * q[f"{base}.a_full.kblock_cycles"]

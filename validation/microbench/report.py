@@ -139,13 +139,22 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "streams from HBM on part of the chip)"}
 
 
+def gpu_short_name(name: str | None) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``H100``: the chip's name in titles and result file names (``GPU``
+    when there is none)."""
+    for tok in (name or "").split():
+        if len(tok) >= 4 and tok[0].isalpha() and tok[1:4].isdigit():
+            return tok
+    return "GPU"
+
+
 def markdown(doc: dict) -> str:
     m, q = doc["meta"], doc["quantities"]
     dev = m.get("device", {})
     smi = m.get("nvidia_smi_before", {})
     clk = m.get("effective_sm_clock", {})
     suite = m.get("suite", "v2")
-    out = [f"# H200 microbenchmarks ({suite}): {_TITLES.get(suite, suite)}", "",
+    out = [f"# {gpu_short_name(dev.get('name'))} microbenchmarks ({suite}): {_TITLES.get(suite, suite)}", "",
            f"Command: `{m.get('command')}`, {m.get('date_utc')}. Device: {dev.get('name')} ({dev.get('sm_count')} SMs, "
            f"L2 {dev.get('l2_bytes')} B), driver {smi.get('driver_version')}, CUDA driver API {dev.get('cuda_driver_version')}, "
            f"{m.get('versions', {}).get('nvcc')}, cuda-bindings {m.get('versions', {}).get('cuda.bindings')}, "

@@ -5,9 +5,9 @@
     python -m validation.microbench.run --dry-run      # CPU: build every kernel, print the plan
 
 Each family runs in a child process with its own time limit (a fault or a hang loses that family
-only); whatever finished within ``--budget-s`` is written. Output: ``OUT/h200_microbench_<suite>.json``
+only); whatever finished within ``--budget-s`` is written. Output: ``OUT/<gpu>_microbench_<suite>.json``
 (metadata, per-family results, and ``quantities``: every named result with value, unit and method)
-and ``OUT/h200_microbench_<suite>.md``.
+and ``OUT/<gpu>_microbench_<suite>.md`` (``<gpu>``: h200, h100, ... from the device's name).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def effective_clock(results: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=".", help="directory for h200_microbench_v2.json/.md")
+    ap.add_argument("--out", default=".", help="directory for <gpu>_microbench_<suite>.json/.md")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     ap.add_argument("--budget-s", type=float, default=420.0, help="hard limit for the whole run")
     ap.add_argument("--suite", default="v2", choices=sorted(SUITES), help="which families (default v2)")
@@ -126,7 +126,6 @@ def main(argv: list[str] | None = None) -> int:
     if a.family:
         return run_family(a.family, Path(a.part), a.quick)
     suite = SUITES[a.suite]
-    out_name = f"h200_microbench_{a.suite}"
     fams = [f for f in (a.families or ",".join(suite)).split(",") if f]
     bad = [f for f in fams if f not in suite]
     if bad:
@@ -182,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in r.pop("quantities", {}).items():
             quantities[k] = {**v, "family": f}
     doc = {"meta": meta, "quantities": quantities, "results": results}
+    from .report import gpu_short_name, markdown
+    out_name = f"{gpu_short_name(dev.get('name')).lower()}_microbench_{a.suite}"     # h200_microbench_v2, ...
     (out / f"{out_name}.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
-    from .report import markdown
     (out / f"{out_name}.md").write_text(markdown(doc))
     print(f"[run] wrote {out / out_name}.json with {len(quantities)} quantities in {time.time() - t_start:.0f} s")
     return 0
