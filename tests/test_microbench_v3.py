@@ -98,6 +98,14 @@ def test_hbm_plan_is_one_tile_row_problems_on_part_of_the_chip():
     assert max(bstream_pitch.CTAS) < 132 and set(bstream_pitch.PITCH_K) >= {4096, 8192, 65536}
 
 
+def test_zero_fill_plan_pairs_every_grid_with_and_without_fill():
+    from validation.microbench import zero_fill_scaling
+    ex = mainloop.zero_fill_experiments()
+    assert {(e[8], e[6]) for e in ex} == {(g, f) for g in (8, 16, 32, 48, 64) for f in (False, True)}
+    assert all(e[8] <= mainloop._grid(e[0], e[1], e[3], e[4], 132)[2] for e in ex)
+    assert zero_fill_scaling.CTAS[0] == 1 and zero_fill_scaling.CTAS[-1] == 132
+
+
 def test_generated_mainloop_source_has_every_tile_and_the_twins_remote_arrive():
     src = mainloop_cuda.cuda_source()
     for n in mainloop_cuda.TILE_NS:

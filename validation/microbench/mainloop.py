@@ -60,6 +60,15 @@ def hbm_experiments(quick: bool = False) -> list[tuple]:
     return ex[::3] if quick else ex
 
 
+def zero_fill_experiments(quick: bool = False) -> list[tuple]:
+    """The v3e run: the 32x8192x8192 mainloop (128x128 tiles, 64 tiles) on 8 ... 64 CTAs with A 32 rows
+    high (96 rows of each A box zero-filled) and 128 rows high (none): how the zero fill's cost grows
+    with the SMs that fill at once."""
+    p = (32, 8192, 8192)
+    ex = [(*p, 128, "c1x1", "wgmma", full, 6, g) for g in (8, 16, 32, 48, 64) for full in (False, True)]
+    return ex[::3] if quick else ex
+
+
 def experiments(quick: bool = False) -> list[tuple]:
     """(M, N, K, tile N, cluster, mode, a_full[, stages[, grid]]) of every replay (stages: the twin's,
     grid: min(tiles, 132 CTAs or 66 clusters), unless given)."""
@@ -90,11 +99,11 @@ def _grid(m: int, n: int, bn: int, cluster: str, sms: int) -> tuple[int, int, in
 
 
 def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = False, pace: bool = False,
-            hbm: bool = False) -> dict:
+            hbm: bool = False, zero_fill: bool = False) -> dict:
     """The 1x1 replays (``clustered``: the 1x2 and 2x1 ones: family ``mainloop_cluster``; ``scaling``:
     :func:`scaling_experiments`, family ``mainloop_scaling``; ``pace``: :func:`pace_experiments`, every
     cluster shape, family ``mainloop_pace``; ``hbm``: :func:`hbm_experiments`, every cluster shape,
-    family ``mainloop_hbm``)."""
+    family ``mainloop_hbm``; ``zero_fill``: :func:`zero_fill_experiments`, family ``mainloop_zero_fill``)."""
     from .build import cubin_path
     from .driver import Args, span_summary
     cub = cubin_path("mainloop_f16")
@@ -107,9 +116,10 @@ def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = F
     gpu.fill_random(b_buf, b_elems, seed=6)
     res: dict = {"runs": []}
     plan = (pace_experiments(quick) if pace else hbm_experiments(quick) if hbm
+            else zero_fill_experiments(quick) if zero_fill
             else scaling_experiments(quick) if scaling else experiments(quick))
     for ex in plan:
-        if not (pace or hbm) and (ex[4] != "c1x1") != clustered:
+        if not (pace or hbm or zero_fill) and (ex[4] != "c1x1") != clustered:
             continue
         m, n, k, bn, cluster, mode, a_full = ex[:7]
         stages = ex[7] if len(ex) > 7 else STAGES[bn]

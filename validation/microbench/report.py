@@ -66,7 +66,7 @@ def _v3_tables(res: dict) -> list[str]:
     """The mainloop replays and the L2 sharing / zero-fill / B streams of the v3 suite, as tables."""
     out = []
     runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace",
-                                                 "mainloop_hbm") for r in res.get(f, {}).get("runs", [])]
+                                                 "mainloop_hbm", "mainloop_zero_fill") for r in res.get(f, {}).get("runs", [])]
     if runs:
         out += ["## Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)", "",
                 "| problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
@@ -111,6 +111,14 @@ def _v3_tables(res: dict) -> list[str]:
             out.append(f"| {r['box_rows']} | {r['stages']} | {r['ctas']} | {r['bytes_per_s'] / 1e12:.2f} | "
                        f"{r['bytes_per_clk_per_sm']:.1f} |")
         out.append("")
+    zs = res.get("zero_fill_scaling", {}).get("zero_fill_scaling", [])
+    if zs:
+        out += ["## Zero fill against the SMs filling at once (every CTA on the same box, L2-resident)", "",
+                "| tensor rows | rows in bounds | CTAs | cycles per box | B/clk/SM landed |", "| ---: | ---: | ---: | ---: | ---: |"]
+        for r in zs:
+            out.append(f"| {r['height']} | {r['in_bounds_rows']} | {r['ctas']} | {r['cycles_per_box']:.0f} | "
+                       f"{r['bytes_per_clk_per_sm']:.1f} |")
+        out.append("")
     dp = res.get("bstream_pitch", {}).get("depth", [])
     if dp:
         out += ["## One CTA's TMA stream against the loads it keeps in flight (row pitch 16384 B)", "",
@@ -136,7 +144,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "zero fill, multicast)", "v3b": "issue 17, second run (clusters with the twin's remote arrive, "
            "scaling over SMs, zero fill in lockstep)", "v3c": "issue 17, third run (the mainloop's pace per tile N on "
            "one SM and on 132 SMs in every cluster shape)", "v3d": "issue 17, fourth run (small-M problems whose B "
-           "streams from HBM on part of the chip)"}
+           "streams from HBM on part of the chip)", "v3e": "issue 17, fifth run (zero fill against the SMs "
+           "filling at once)"}
 
 
 def gpu_short_name(name: str | None) -> str:

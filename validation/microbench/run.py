@@ -31,7 +31,8 @@ SUITES = {"v2": {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue"
           "v3": {"clock": 20, "l2share": 50, "mainloop": 60, "mainloop_cluster": 50},
           "v3b": {"clock": 20, "l2share_lockstep": 30, "mainloop_scaling": 60, "mainloop_cluster": 50},
           "v3c": {"clock": 20, "mainloop_pace": 120},
-          "v3d": {"clock": 20, "mainloop_hbm": 60, "bstream_pitch": 60}}
+          "v3d": {"clock": 20, "mainloop_hbm": 60, "bstream_pitch": 60},
+          "v3e": {"clock": 20, "zero_fill_scaling": 40, "mainloop_zero_fill": 40}}
 FAMILIES = {f: s for suite in SUITES.values() for f, s in suite.items()}
 
 

@@ -1,0 +1,51 @@
+"""Zero fill against the number of SMs filling at once (``cuda/l2share.cu``): 128-row boxes of a
+32-row tensor (96 rows zero-filled) beside the same boxes of a 128-row tensor, every CTA on the
+same box at once (stagger 0, as the A operand of a one-tile-row GEMM), L2-resident, on 1 ... 132 SMs.
+:mod:`.l2share` measured 1 and 132 SMs only; the model charges zero fill on the chip's shared
+L2 -> SM path, which predicts a cost that falls with the SMs filling."""
+
+from __future__ import annotations
+
+from .common import qv
+from .l2share import BOX_COLS, _stream, _try
+
+CTAS = (1, 8, 16, 32, 64, 96, 132)
+HEIGHTS = (32, 128)
+
+
+def measure(gpu, quick: bool = False) -> dict:
+    from .build import cubin_path
+    fn = gpu.func(cubin_path("l2share"), "tma_stream_grouped")
+    sms = gpu.sm_count
+    out = gpu.alloc(sms * 8 * 8)
+    count = 128 if quick else 256
+    nbx = 64
+    k = nbx * BOX_COLS
+    big = gpu.alloc(128 * k * 2)
+    gpu.fill_random(big, 128 * k, seed=8)
+    res: dict = {"zero_fill_scaling": []}
+    for r in HEIGHTS:
+        def tm(r=r):
+            return gpu.tensor_map_2d(big, k, r, k * 2, BOX_COLS, 128)
+        for n in (c for c in CTAS if c <= sms):
+            row = _try(res, ("zero_fill_scaling", r, n), _stream, gpu, fn, out, tm, n, nbx, count, 128, 0, 0, n, 0)
+            if row is None:
+                continue
+            row.update(height=r, in_bounds_rows=min(128, r))
+            res["zero_fill_scaling"].append(row)
+            print(f"[zero_fill_scaling] R={r:3d} x{n:3d}: {row['cycles_per_box']:7.1f} clk/box, "
+                  f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
+    gpu.free(big)
+    gpu.free(out)
+    res["quantities"] = quantities(res)
+    return res
+
+
+def quantities(res: dict) -> dict:
+    q = {}
+    for r in res["zero_fill_scaling"]:
+        q[f"tma_oob_scaling.h{r['height']}.box128.lockstep.{r['ctas']}sm.cycles_per_box"] = qv(
+            r["cycles_per_box"], "cycles",
+            f"TMA stream of 128-row x 128 B boxes of a {r['height']}-row tensor ({r['in_bounds_rows']} rows in "
+            f"bounds), L2-resident, {r['stages']} in flight, {r['ctas']} CTAs all on the same box at once")
+    return q
