@@ -12,16 +12,24 @@ from pathlib import Path
 import pytest
 
 from simulator.machine.arch import ArchSpec
-from validation.microbench import bstream_pitch, l2share, l2share_lockstep, mainloop, mainloop_cuda
+from validation.microbench import (
+    bstream_pitch,
+    l2share,
+    l2share_lockstep,
+    mainloop,
+    mainloop_cuda,
+    zero_fill_scaling,
+)
 from validation.microbench.report import gpu_short_name, markdown
 
 RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results"
 FAMILIES = {"h200_microbench_v3": {"clock", "l2share", "mainloop", "mainloop_cluster"},
             "h200_microbench_v3b": {"clock", "l2share_lockstep", "mainloop_scaling", "mainloop_cluster"},
             "h200_microbench_v3c": {"clock", "mainloop_pace"},
-            "h100_microbench_v3d": {"clock", "mainloop_hbm", "bstream_pitch"}}
+            "h100_microbench_v3d": {"clock", "mainloop_hbm", "bstream_pitch"},
+            "h100_microbench_v3e": {"clock", "zero_fill_scaling", "mainloop_zero_fill"}}
 #: The chip each file was measured on (v3d: the session was lent an H100 only).
-DEVICE = {"h100_microbench_v3d": "NVIDIA H100 80GB HBM3"}
+DEVICE = {"h100_microbench_v3d": "NVIDIA H100 80GB HBM3", "h100_microbench_v3e": "NVIDIA H100 80GB HBM3"}
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
@@ -53,7 +61,8 @@ def test_result_metadata(doc):
 def test_quantities_rederive_from_raw_results(doc):
     mods = {"l2share": l2share, "l2share_lockstep": l2share_lockstep, "mainloop": mainloop,
             "mainloop_cluster": mainloop, "mainloop_scaling": mainloop, "mainloop_pace": mainloop,
-            "mainloop_hbm": mainloop, "bstream_pitch": bstream_pitch}
+            "mainloop_hbm": mainloop, "bstream_pitch": bstream_pitch, "mainloop_zero_fill": mainloop,
+            "zero_fill_scaling": zero_fill_scaling}
     for fam, mod in mods.items():
         if fam not in doc["results"]:
             continue
@@ -99,7 +108,6 @@ def test_hbm_plan_is_one_tile_row_problems_on_part_of_the_chip():
 
 
 def test_zero_fill_plan_pairs_every_grid_with_and_without_fill():
-    from validation.microbench import zero_fill_scaling
     ex = mainloop.zero_fill_experiments()
     assert {(e[8], e[6]) for e in ex} == {(g, f) for g in (8, 16, 32, 48, 64) for f in (False, True)}
     assert all(e[8] <= mainloop._grid(e[0], e[1], e[3], e[4], 132)[2] for e in ex)
@@ -212,3 +220,25 @@ def test_v3d_one_sms_hbm_stream_is_held_by_its_loads_in_flight():
     assert max(by_pitch) < 1.05 * min(by_pitch)
     base = "mainloop.fp16_32x8192x8192.n128.c1x1.wgmma"
     assert q[f"{base}.kblock_cycles"] > 1.3 * q[f"{base}.a_full.kblock_cycles"]
+
+
+def test_v3e_zero_fill_cost_grows_with_the_sms_filling_at_once():
+    """H100: a 128-row box of a 32-row tensor costs nothing extra on up to 8 SMs and grows with every
+    further SM filling at once (16, 32, 64, 96: strictly slower), while in-bounds boxes keep their pace
+    to 96 SMs; the endpoints are the H200's (v3 / v3b: one SM, and 132 in lockstep) within 5%. In the
+    mainloop replay the fill costs nothing on 8-16 CTAs and a quarter of the K-block on 64."""
+    q = {k: v["value"] for k, v in json.loads((RESULTS / "h100_microbench_v3e.json").read_text())["quantities"].items()}
+    h200 = json.loads((RESULTS / "h200_microbench_v3b.json").read_text())["quantities"]
+    h200.update(json.loads((RESULTS / "h200_microbench_v3.json").read_text())["quantities"])
+    zf = {n: q[f"tma_oob_scaling.h32.box128.lockstep.{n}sm.cycles_per_box"] for n in zero_fill_scaling.CTAS}
+    full = {n: q[f"tma_oob_scaling.h128.box128.lockstep.{n}sm.cycles_per_box"] for n in zero_fill_scaling.CTAS}
+    assert zf[8] == pytest.approx(zf[1], rel=0.03)
+    assert zf[8] < zf[16] < zf[32] < zf[64] < zf[96] and zf[96] > 4 * zf[1]
+    assert all(full[n] == pytest.approx(full[1], rel=0.03) for n in (8, 16, 32, 64, 96))
+    assert zf[1] == pytest.approx(h200["tma_oob.h32.box128.1sm.cycles_per_box"]["value"], rel=0.05)
+    lockstep_h200 = [h200[f"tma_oob_shared.h{h}.box128.lockstep.132sm.cycles_per_box"]["value"] for h in (16, 64)]
+    assert min(lockstep_h200) * 0.95 < zf[132] < max(lockstep_h200) * 1.05
+    base = "mainloop.fp16_32x8192x8192.n128.c1x1.wgmma"
+    for g, lo, hi in ((8, 1.0, 1.02), (16, 1.0, 1.02), (64, 1.25, 1.5)):
+        ratio = q[f"{base}.grid{g}.kblock_cycles"] / q[f"{base}.a_full.grid{g}.kblock_cycles"]
+        assert lo - 0.01 < ratio < hi, (g, ratio)
