@@ -98,12 +98,20 @@ def _grid(m: int, n: int, bn: int, cluster: str, sms: int) -> tuple[int, int, in
     return cn, cm, size * min(sms // size, cn * cm), size
 
 
-def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = False, pace: bool = False,
-            hbm: bool = False, zero_fill: bool = False) -> dict:
-    """The 1x1 replays (``clustered``: the 1x2 and 2x1 ones: family ``mainloop_cluster``; ``scaling``:
-    :func:`scaling_experiments`, family ``mainloop_scaling``; ``pace``: :func:`pace_experiments`, every
-    cluster shape, family ``mainloop_pace``; ``hbm``: :func:`hbm_experiments`, every cluster shape,
-    family ``mainloop_hbm``; ``zero_fill``: :func:`zero_fill_experiments`, family ``mainloop_zero_fill``)."""
+#: Replay plans by name (``measure``'s ``plan``, one per family): :func:`experiments` split into the 1x1
+#: replays (family ``mainloop``) and the 1x2 / 2x1 ones (``mainloop_cluster``), then the later runs' plans.
+PLANS = {
+    "c1x1": lambda quick: [e for e in experiments(quick) if e[4] == "c1x1"],
+    "clustered": lambda quick: [e for e in experiments(quick) if e[4] != "c1x1"],
+    "scaling": scaling_experiments,        # family mainloop_scaling
+    "pace": pace_experiments,              # family mainloop_pace
+    "hbm": hbm_experiments,                # family mainloop_hbm
+    "zero_fill": zero_fill_experiments,    # family mainloop_zero_fill
+}
+
+
+def measure(gpu, quick: bool = False, plan: str = "c1x1") -> dict:
+    """The replays of one of :data:`PLANS` (default: the 1x1 ones of :func:`experiments`)."""
     from .build import cubin_path
     from .driver import Args, span_summary
     cub = cubin_path("mainloop_f16")
@@ -115,12 +123,7 @@ def measure(gpu, quick: bool = False, clustered: bool = False, scaling: bool = F
     gpu.fill_random(a_buf, 4096 * 4096, seed=5)
     gpu.fill_random(b_buf, b_elems, seed=6)
     res: dict = {"runs": []}
-    plan = (pace_experiments(quick) if pace else hbm_experiments(quick) if hbm
-            else zero_fill_experiments(quick) if zero_fill
-            else scaling_experiments(quick) if scaling else experiments(quick))
-    for ex in plan:
-        if not (pace or hbm or zero_fill) and (ex[4] != "c1x1") != clustered:
-            continue
+    for ex in PLANS[plan](quick):
         m, n, k, bn, cluster, mode, a_full = ex[:7]
         stages = ex[7] if len(ex) > 7 else STAGES[bn]
         fn = gpu.func(cub, kernel_name(bn))

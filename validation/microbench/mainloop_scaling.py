@@ -8,7 +8,7 @@ from .mainloop import quantities
 
 
 def measure(gpu, quick: bool = False) -> dict:
-    return _measure(gpu, quick, scaling=True)
+    return _measure(gpu, quick, plan="scaling")
 
 
 __all__ = ["measure", "quantities"]

@@ -8,7 +8,7 @@ from .mainloop import quantities
 
 
 def measure(gpu, quick: bool = False) -> dict:
-    return _measure(gpu, quick, zero_fill=True)
+    return _measure(gpu, quick, plan="zero_fill")
 
 
 __all__ = ["measure", "quantities"]
