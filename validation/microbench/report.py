@@ -62,82 +62,66 @@ def _l2_pivot(q: dict) -> list[str]:
     return lines + [""]
 
 
+def _table(title: str, cols: str, align: str, rows: list, cells) -> list[str]:
+    """A Markdown table under ``## title``: ``cols`` the column names joined by `` | ``, ``align`` one
+    letter per column (``l`` or ``r``), ``cells(row)`` a row's cells; nothing when there are no rows."""
+    if not rows:
+        return []
+    return ([f"## {title}", "", f"| {cols} |", "| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |"]
+            + ["| " + " | ".join(str(c) for c in cells(r)) + " |" for r in rows] + [""])
+
+
+def _replay_cells(r: dict) -> tuple:
+    fill = "no (A 128 rows)" if r["a_full"] else ("yes" if r["m"] % 128 else "-")
+    first = (r.get("tile_end_cycles_median") or [None])[0]
+    return (f"{r['m']}x{r['n']}x{r['k']}", r["tile_n"], r["cluster"][1:], r["mode"], fill, r["grid"],
+            f"{r['wall_ns'] / 1e3:.1f}", f"{r['kblock_cycles']:.0f}",
+            f"{first / (r['k'] // 64) if first else float('nan'):.0f}", r["clock_mhz"])
+
+
 def _v3_tables(res: dict) -> list[str]:
-    """The mainloop replays and the L2 sharing / zero-fill / B streams of the v3 suite, as tables."""
-    out = []
-    runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace",
-                                                 "mainloop_hbm", "mainloop_zero_fill") for r in res.get(f, {}).get("runs", [])]
-    if runs:
-        out += ["## Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)", "",
-                "| problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
-                "first tile, per K-block | MHz |",
-                "| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-        for r in runs:
-            fill = "no (A 128 rows)" if r["a_full"] else ("yes" if r["m"] % 128 else "-")
-            first = (r.get("tile_end_cycles_median") or [None])[0]
-            out.append(f"| {r['m']}x{r['n']}x{r['k']} | {r['tile_n']} | {r['cluster'][1:]} | {r['mode']} | {fill} | "
-                       f"{r['grid']} | {r['wall_ns'] / 1e3:.1f} | {r['kblock_cycles']:.0f} | "
-                       f"{first / (r['k'] // 64) if first else float('nan'):.0f} | {r['clock_mhz']} |")
-        out.append("")
-    lock = res.get("l2share_lockstep", {}).get("oob_lockstep", [])
-    if lock:
-        out += ["## Zero fill with every SM on the same box (stagger 0) or its own (stagger 8), 132 SMs", "",
-                "| tensor rows | box | rows in bounds | stagger | cycles per box | B/clk/SM landed |",
-                "| ---: | --- | ---: | ---: | ---: | ---: |"]
-        for r in lock:
-            out.append(f"| {r['height']} | {r['what']} | {r['in_bounds_rows']} | {r['stagger']} | "
-                       f"{r['cycles_per_box']:.0f} | {r['bytes_per_clk_per_sm']:.1f} |")
-        out.append("")
-    ls = res.get("l2share", {})
-    if ls.get("oob"):
-        out += ["## TMA zero fill (L2-resident, each CTA its own K offset)", "",
-                "| tensor rows | box | rows in bounds | CTAs | cycles per box | B/clk/SM landed |",
-                "| ---: | --- | ---: | ---: | ---: | ---: |"]
-        for r in ls["oob"]:
-            out.append(f"| {r['height']} | {r['what']} ({r['box_rows']} rows) | {r['in_bounds_rows']} | {r['ctas']} | "
-                       f"{r['cycles_per_box']:.0f} | {r['bytes_per_clk_per_sm']:.1f} |")
-        out.append("")
-    if ls.get("share"):
-        out += ["## CTAs reading the same L2 lines (128 x 128 B boxes)", "",
-                "| readers per box | timing | footprint MiB | SMs | TB/s | B/clk/SM |", "| ---: | --- | ---: | ---: | ---: | ---: |"]
-        for r in ls["share"]:
-            out.append(f"| {r['group']} | {r['what']} | {r['footprint_mib']:.1f} | {r['ctas']} | "
-                       f"{r['bytes_per_s'] / 1e12:.2f} | {r['bytes_per_clk_per_sm']:.1f} |")
-        out.append("")
-    if ls.get("bstream"):
-        out += ["## B from HBM: each CTA its own K-major stripe (row pitch 8192 B)", "",
-                "| stripe rows | loads in flight | SMs | TB/s | B/clk/SM |", "| ---: | ---: | ---: | ---: | ---: |"]
-        for r in ls["bstream"]:
-            out.append(f"| {r['box_rows']} | {r['stages']} | {r['ctas']} | {r['bytes_per_s'] / 1e12:.2f} | "
-                       f"{r['bytes_per_clk_per_sm']:.1f} |")
-        out.append("")
-    zs = res.get("zero_fill_scaling", {}).get("zero_fill_scaling", [])
-    if zs:
-        out += ["## Zero fill against the SMs filling at once (every CTA on the same box, L2-resident)", "",
-                "| tensor rows | rows in bounds | CTAs | cycles per box | B/clk/SM landed |", "| ---: | ---: | ---: | ---: | ---: |"]
-        for r in zs:
-            out.append(f"| {r['height']} | {r['in_bounds_rows']} | {r['ctas']} | {r['cycles_per_box']:.0f} | "
-                       f"{r['bytes_per_clk_per_sm']:.1f} |")
-        out.append("")
-    dp = res.get("bstream_pitch", {}).get("depth", [])
-    if dp:
-        out += ["## One CTA's TMA stream against the loads it keeps in flight (row pitch 16384 B)", "",
-                "| source | box KiB | CTAs | loads in flight | B/clk/SM | cycles per box | MHz |",
-                "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        for r in dp:
-            out.append(f"| {r['where']} | {r['box_rows'] * 128 // 1024} | {r['ctas']} | {r['stages']} | "
-                       f"{r['bytes_per_clk_per_sm']:.1f} | {r['cycles_per_box']:.0f} | {r['clock_mhz']} |")
-        out.append("")
-    bp = res.get("bstream_pitch", {}).get("bstream_pitch", [])
-    if bp:
-        out += ["## B from HBM at the pitches and SM counts of small-M problems (each CTA its own stripe, whole K)",
-                "", "| row pitch B | stripe rows | loads in flight | SMs | TB/s | B/clk/SM | MHz |",
-                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        for r in bp:
-            out.append(f"| {r['pitch_bytes']} | {r['box_rows']} | {r['stages']} | {r['ctas']} | "
-                       f"{r['bytes_per_s'] / 1e12:.2f} | {r['bytes_per_clk_per_sm']:.1f} | {r['clock_mhz']} |")
-        out.append("")
-    return out
+    """The mainloop replays and the L2 sharing / zero-fill / B streams of the v3 suites, as tables."""
+    def rows(fam: str, key: str) -> list:
+        return res.get(fam, {}).get(key, [])
+    runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace", "mainloop_hbm",
+                        "mainloop_zero_fill") for r in rows(f, "runs")]
+    return (
+        _table("Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)",
+               "problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
+               "first tile, per K-block | MHz", "lrlllrrrrr", runs, _replay_cells)
+        + _table("Zero fill with every SM on the same box (stagger 0) or its own (stagger 8), 132 SMs",
+                 "tensor rows | box | rows in bounds | stagger | cycles per box | B/clk/SM landed", "rlrrrr",
+                 rows("l2share_lockstep", "oob_lockstep"),
+                 lambda r: (r["height"], r["what"], r["in_bounds_rows"], r["stagger"], f"{r['cycles_per_box']:.0f}",
+                            f"{r['bytes_per_clk_per_sm']:.1f}"))
+        + _table("TMA zero fill (L2-resident, each CTA its own K offset)",
+                 "tensor rows | box | rows in bounds | CTAs | cycles per box | B/clk/SM landed", "rlrrrr",
+                 rows("l2share", "oob"),
+                 lambda r: (r["height"], f"{r['what']} ({r['box_rows']} rows)", r["in_bounds_rows"], r["ctas"],
+                            f"{r['cycles_per_box']:.0f}", f"{r['bytes_per_clk_per_sm']:.1f}"))
+        + _table("CTAs reading the same L2 lines (128 x 128 B boxes)",
+                 "readers per box | timing | footprint MiB | SMs | TB/s | B/clk/SM", "rlrrrr", rows("l2share", "share"),
+                 lambda r: (r["group"], r["what"], f"{r['footprint_mib']:.1f}", r["ctas"],
+                            f"{r['bytes_per_s'] / 1e12:.2f}", f"{r['bytes_per_clk_per_sm']:.1f}"))
+        + _table("B from HBM: each CTA its own K-major stripe (row pitch 8192 B)",
+                 "stripe rows | loads in flight | SMs | TB/s | B/clk/SM", "rrrrr", rows("l2share", "bstream"),
+                 lambda r: (r["box_rows"], r["stages"], r["ctas"], f"{r['bytes_per_s'] / 1e12:.2f}",
+                            f"{r['bytes_per_clk_per_sm']:.1f}"))
+        + _table("Zero fill against the SMs filling at once (every CTA on the same box, L2-resident)",
+                 "tensor rows | rows in bounds | CTAs | cycles per box | B/clk/SM landed", "rrrrr",
+                 rows("zero_fill_scaling", "zero_fill_scaling"),
+                 lambda r: (r["height"], r["in_bounds_rows"], r["ctas"], f"{r['cycles_per_box']:.0f}",
+                            f"{r['bytes_per_clk_per_sm']:.1f}"))
+        + _table("One CTA's TMA stream against the loads it keeps in flight (row pitch 16384 B)",
+                 "source | box KiB | CTAs | loads in flight | B/clk/SM | cycles per box | MHz", "lrrrrrr",
+                 rows("bstream_pitch", "depth"),
+                 lambda r: (r["where"], r["box_rows"] * 128 // 1024, r["ctas"], r["stages"],
+                            f"{r['bytes_per_clk_per_sm']:.1f}", f"{r['cycles_per_box']:.0f}", r["clock_mhz"]))
+        + _table("B from HBM at the pitches and SM counts of small-M problems (each CTA its own stripe, whole K)",
+                 "row pitch B | stripe rows | loads in flight | SMs | TB/s | B/clk/SM | MHz", "rrrrrrr",
+                 rows("bstream_pitch", "bstream_pitch"),
+                 lambda r: (r["pitch_bytes"], r["box_rows"], r["stages"], r["ctas"], f"{r['bytes_per_s'] / 1e12:.2f}",
+                            f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"])))
 
 
 _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of issue 17 (small M, shared lines, "
