@@ -96,7 +96,6 @@ def test_experiment_plans():
 def test_hbm_plan_is_one_tile_row_problems_on_part_of_the_chip():
     """v3d: each replay's grid is below the SM count (B streams on part of the chip) and one tile row
     holds M, so every CTA has its own B stripe; the A and B buffers of ``measure`` hold every problem."""
-    from validation.microbench import bstream_pitch
     ex = mainloop.hbm_experiments()
     assert len(ex) == len(set(ex)) and all(e[3] in mainloop_cuda.TILE_NS and e[5] in mainloop.MODES for e in ex)
     for m, n, k, bn, cluster, *_ in ex:

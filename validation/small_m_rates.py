@@ -79,9 +79,10 @@ def pace(r: dict) -> dict:
 
 
 def markdown(rs: list[dict]) -> str:
+    rs = [dict(r, **pace(r)) for r in rs]
     groups = defaultdict(list)
     for r in rs:
-        groups[(r["m"], r["n"], r["k"], r["tile_n"], r["cluster"])].append(dict(r, **pace(r)))
+        groups[(r["m"], r["n"], r["k"], r["tile_n"], r["cluster"])].append(r)
     med = statistics.median
     lines = ["# The pace of M <= 128 data-parallel GEMMs on the H200: measured against the model", "",
              "Written by `python -m validation.small_m_rates`, from the development rows of "
@@ -101,7 +102,7 @@ def markdown(rs: list[dict]) -> str:
             f"{med(x['meas_kblock_cycles'] for x in g):.0f} / {med(x['sim_kblock_cycles'] for x in g):.0f} | "
             f"{med(x['meas_landed_b_per_clk'] for x in g):.1f} / {med(x['sim_landed_b_per_clk'] for x in g):.1f} | "
             f"{med(x['meas_b_tb_s'] for x in g):.2f} / {med(x['sim_b_tb_s'] for x in g):.2f} | {100 * err:+.1f}% |")
-    one = [dict(r, **pace(r)) for r in rs if r["cluster"] == "1x1"]
+    one = [r for r in rs if r["cluster"] == "1x1"]
     lines += ["", "Clusters 1x1, by tile N (median over problems and rows):", "",
               "| tile N | rows | K-block cycles meas | sim | model error (median) |", "| ---: | ---: | ---: | ---: | ---: |"]
     for tn in sorted({r["tile_n"] for r in one}):
