@@ -75,6 +75,8 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public double _l2_cost
     cdef public double _tma_fixed
     cdef public double _zf_cost
+    cdef public tuple _zf_rates
+    cdef public long _zf_active
     cdef public double _store_rate
     cdef public double _store_fixed
     cdef public double _store_write

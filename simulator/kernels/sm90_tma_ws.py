@@ -68,7 +68,8 @@ and through the SM's TMA unit (``Cta.tma_free``: ``tma_load_bytes_per_clk_per_sm
 delivers, once per multicast destination, then :data:`TMA_LOAD_FIXED`). Rows of a box past M or N
 are zero-filled: no memory traffic, but they land like the others and their zeros hold the L2 ->
 SM path longer than read bytes, once per multicast destination (``tma_zero_fill_l2_cost``,
-measured). Rows whose pitch is not a multiple of 128 B cost the TMA unit
+measured); the zeros of a box partly in bounds land on the SM's TMA unit at a per-SM rate that falls
+with the number of CTAs zero-filling at once (:data:`ZERO_FILL_BOX_CYCLES`, measured by SM count). Rows whose pitch is not a multiple of 128 B cost the TMA unit
 :data:`TMA_MISALIGNED_COST` and the L2 :data:`L2_MISALIGNED_COST` times as long per byte. The epilogue
 per subtile is the twin's measured sequence (:data:`EPILOGUE_PHASES_1SM`): convert + stmatrix +
 fence per warpgroup, the store thread's bulk wait, the named barrier, the TMA store issue (blocking
@@ -206,6 +207,35 @@ TMA_STORE_RATE = _c("tma_store_bytes_per_clk", 31.75, "B/clk/SM",
 TMA_STORE_WRITE_AFTER_READ = _c("tma_store_write_after_read_cycles", 6.0, "cycles",
                                 f"{_MB2E} tma_store.e32.write_cycles_1sm - read_cycles_1sm (414.5 - 408.5)")
 
+#: Zero fill against the SMs filling at once: a stream of 128-row x 128 B boxes of a 32-row tensor (96
+#: rows zero-filled, 6 boxes in flight, L2-resident), every CTA on the same box, costs each SM this many
+#: cycles per box with ``n`` SMs filling (v3e ``tma_oob_scaling.h32.box128.lockstep.{n}sm.cycles_per_box``,
+#: measured on an H100; its 1-SM and 132-SM ends equal the H200's: v3 ``tma_oob.h32.box128.1sm`` 158, v3b
+#: ``tma_oob_shared.h*.lockstep`` 701-744). In-bounds boxes stay at the TMA rate up to 96 SMs (157-159).
+_MB3E = "validation/results/h100_microbench_v3e.json (python -m validation.microbench.run --suite v3e, 2026-12-06)"
+ZERO_FILL_BOX_CYCLES = tuple(
+    (n, _c(f"zero_fill_box_cycles_{n}sm", v, "cycles",
+           f"{_MB3E} tma_oob_scaling.h32.box128.lockstep.{n}sm.cycles_per_box (H100)"))
+    for n, v in ((1, 157.1), (8, 157.7), (16, 242.4), (32, 347.8), (64, 510.5), (96, 705.2), (132, 733.3)))
+ZERO_FILL_BOX_ROWS, ZERO_FILL_BOX_IN_BOUNDS, ZERO_FILL_ROW_BYTES = 128, 32, 128
+
+
+def zero_fill_rates(tma_rate: float) -> tuple[float, ...]:
+    """Per SM, the bytes/clk its TMA unit zero-fills with ``n`` SMs filling at once, ``n`` = 0 ... 132
+    (index ``n``; 0 as 1): the measured box time less its in-bounds rows at ``tma_rate``, over its zero
+    rows; linear in ``n`` between the measured counts, flat past the ends."""
+    pts = [(n, c.value) for n, c in ZERO_FILL_BOX_CYCLES]
+    zero = (ZERO_FILL_BOX_ROWS - ZERO_FILL_BOX_IN_BOUNDS) * ZERO_FILL_ROW_BYTES
+    read = ZERO_FILL_BOX_IN_BOUNDS * ZERO_FILL_ROW_BYTES / tma_rate
+    out = []
+    for n in range(pts[-1][0] + 1):
+        n = max(n, 1)
+        t = next(v0 + (n - n0) / (n1 - n0) * (v1 - v0) for (n0, v0), (n1, v1) in zip(pts, pts[1:], strict=False)
+                 if n <= n1)
+        out.append(zero / max(t - read, 1e-9))
+    return tuple(out)
+
+
 #: The twin's stream-K / split-K fixup moves its partials with plain one-word-per-thread ld/st.global
 #: (hw_kernels/sm90_gemm.py: store, read-add-write for a middle split, read for the final one), far
 #: below the vectorised all-SM L2 read rate the shared default assumes. Per-SM rates from the twin's
@@ -270,7 +300,8 @@ def _wgmma_latency(n: int, scale: float) -> float:
     return pts[-1][1] * scale
 
 
-MODULE_CONSTANTS: tuple[Constant, ...] = tuple(c for _, c in WGMMA_SS_LATENCY) + (
+MODULE_CONSTANTS: tuple[Constant, ...] = tuple(c for _, c in WGMMA_SS_LATENCY) + tuple(
+    c for _, c in ZERO_FILL_BOX_CYCLES) + (
     TMA_LOAD_FIXED, TMA_MISS_EXTRA, TMA_MISALIGNED_COST, L2_MISALIGNED_COST, TMA_STORE_FIXED, TMA_STORE_RATE,
     TMA_STORE_WRITE_AFTER_READ)
 
@@ -472,6 +503,9 @@ class MainloopLoad(Role):
             tile = self.tile_of(work)
             t_tile = self._time()
             loads = k.tile_loads(cta, tile)
+            zero_fill = loads[6] > 0
+            if zero_fill:
+                k._zf_active += 1
             kb0 = work.k_start
             kn = work.k_count if work.k_count else k.k_tiles
             for kb in range(kb0, kb0 + kn):
@@ -489,6 +523,8 @@ class MainloopLoad(Role):
                 pipe.producer_commit(state, who)   # no-op: the TMA bytes complete the phase
                 state.advance()
             self.span("tile", t_tile, self._time(), tile=tile)
+            if zero_fill:
+                k._zf_active -= 1
             # Signal the epilogue load warp once the first tile's loads are issued.
             if do_load_order_arrive:
                 cta.load_order.arrive(self.who, self.threads)
@@ -817,6 +853,9 @@ class Sm90GemmTmaWarpSpecialized:
         self._l2_cost = t.l2_cost
         self._tma_fixed = TMA_LOAD_FIXED.value
         self._zf_cost = arch.tma_zero_fill_l2_cost.value
+        # Zero fill's per-SM rate by the number of CTAs filling at once (ZERO_FILL_BOX_CYCLES), and that number.
+        self._zf_rates = zero_fill_rates(arch.tma_load_bytes_per_clk_per_sm.value)
+        self._zf_active = 0
         # The memory system as TMA sees it on SM90: a miss lands TMA_MISS_EXTRA later than a plain
         # load's latency, and a hit on a slice still being filled waits for the fill.
         memory.miss_extra = TMA_MISS_EXTRA.value
@@ -927,20 +966,25 @@ class Sm90GemmTmaWarpSpecialized:
     def tile_loads(self, cta: Cta, tile) -> tuple:
         """What this CTA's TMA loads of one tile read from memory: (L2 key of its A slice's K-block
         0 (K-block ``kb`` is ``key + kb``), in-bounds bytes of its A slice, the same for B, then the
-        zero fill of each slice). TMA zero-fills the slice's rows past M (N): they cost no memory
-        traffic but still land (transaction bytes, the SM's TMA rate) and hold the L2 -> SM path
-        (``tma_zero_fill_l2_cost``). A CTA's slice is its rows of the tile (A: its share
-        ``cy`` of ``cluster_n``, B: ``cx`` of ``cluster_m``)."""
+        zero fill of each slice, then the zeros of partly in-bounds boxes landing on this CTA). TMA
+        zero-fills the slice's rows past M (N): they cost no memory traffic but still land (transaction
+        bytes, on the SM's TMA unit) and hold the L2 -> SM path (``tma_zero_fill_l2_cost``). A CTA's
+        slice is its rows of the tile (A: its share ``cy`` of ``cluster_n``, B: ``cx`` of ``cluster_m``)."""
         cfg = self.cfg
         m_tile, n_tile, l_idx = tile
         a_rows = cfg.tile_m // cfg.cluster_n
         b_rows = cfg.cta_tile_n // cfg.cluster_m
         a_bytes = _in_bounds(self.a_slice, cfg.m - m_tile * cfg.tile_m - cta.cy * a_rows, a_rows)
         b_bytes = _in_bounds(self.b_slice, cfg.n - n_tile * cfg.cta_tile_n - cta.cx * b_rows, b_rows)
+        # The zeros landing on this CTA from boxes partly in bounds (the measured kind, ZERO_FILL_BOX_CYCLES):
+        # its cluster row's A slices and its column's B slices all reach it (multicast spreads issuing, not
+        # landing). A box wholly past the tensor lands at the TMA unit's rate.
+        landed_zeros = (_partial_box_zeros(self.a_slice, cfg.m - m_tile * cfg.tile_m, a_rows, cfg.cluster_n)
+                        + _partial_box_zeros(self.b_slice, cfg.n - n_tile * cfg.cta_tile_n, b_rows, cfg.cluster_m))
         mem = self.mem
         return (mem.key_block(("A", l_idx, m_tile, cta.cy), self.k_tiles), a_bytes,
                 mem.key_block(("B", l_idx, n_tile, cta.cx), self.k_tiles), b_bytes,
-                self.a_slice - a_bytes, self.b_slice - b_bytes)
+                self.a_slice - a_bytes, self.b_slice - b_bytes, landed_zeros)
 
     def issue_mainloop_tma(self, cta: Cta, tile, loads, kb, stage, role: Role) -> float:
         """The two TMA loads one CTA issues for a K-block: its 1/cluster_n slice of A, multicast to
@@ -948,7 +992,7 @@ class Sm90GemmTmaWarpSpecialized:
         Each slice's bytes complete-tx on the full barrier of every receiving CTA."""
         mem = self.mem
         now = role._time()
-        a_key, a_bytes, b_key, b_bytes, a_fill, b_fill = loads
+        a_key, a_bytes, b_key, b_bytes, a_fill, b_fill, zbytes = loads
         if kb == self.k_tiles - 1 and self.k_tail_num != self.tile_k:
             # The last K-block reaches past K: TMA zero-fills the rest.
             a_bytes = a_bytes * self.k_tail_num // self.tile_k
@@ -970,7 +1014,13 @@ class Sm90GemmTmaWarpSpecialized:
         # cluster shape, as in the SM100 model's ingress); they land a fixed latency later.
         if self._tma_rate > 0.0:
             start = cta.tma_free if cta.tma_free > now else now
-            cta.tma_free = start + (self.a_slice * self._a_dests + self.b_slice * self._b_dests) / self._tma_rate
+            busy = (self.a_slice * self._a_dests + self.b_slice * self._b_dests - zbytes) / self._tma_rate
+            if zbytes:
+                # Zeros land at the per-SM rate the SMs filling at once leave each (measured), at most the unit's.
+                n = self._zf_active if self._zf_active < len(self._zf_rates) else len(self._zf_rates) - 1
+                zrate = self._zf_rates[n] if self._zf_rates[n] < self._tma_rate else self._tma_rate
+                busy += zbytes / zrate
+            cta.tma_free = start + busy
             sm_land = cta.tma_free + self._tma_fixed
             if sm_land > land:
                 land = sm_land
@@ -1044,6 +1094,17 @@ class Sm90GemmTmaWarpSpecialized:
 
     def unfinished_roles(self) -> list[Role]:
         return [r for r in self.roles if not r.done]
+
+
+def _partial_box_zeros(nbytes: int, extent_left: int, box_extent: int, boxes: int) -> int:
+    """Zero-filled bytes of the boxes (``boxes`` of ``box_extent`` rows, ``nbytes`` each, one after the
+    other from ``extent_left`` rows before the tensor's end) that are partly in bounds."""
+    out = 0
+    for i in range(boxes):
+        inb = _in_bounds(nbytes, extent_left - i * box_extent, box_extent)
+        if 0 < inb < nbytes:
+            out += nbytes - inb
+    return out
 
 
 def _in_bounds(nbytes: int, extent_left: int, tile_extent: int) -> int:

@@ -1,0 +1,55 @@
+"""Zero fill against the CTAs filling at once (SM90 model): the measured per-SM rate and its use."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.engine import simulate
+from simulator.kernels.sm90_config import Sm90GemmConfig
+from simulator.kernels.sm90_tma_ws import (
+    ZERO_FILL_BOX_CYCLES,
+    ZERO_FILL_BOX_IN_BOUNDS,
+    ZERO_FILL_BOX_ROWS,
+    ZERO_FILL_ROW_BYTES,
+    _partial_box_zeros,
+    zero_fill_rates,
+)
+from simulator.machine.arch import ArchSpec
+
+RATE = 106.3
+
+
+def test_rates_reproduce_the_measured_box_times():
+    rates = zero_fill_rates(RATE)
+    zero = (ZERO_FILL_BOX_ROWS - ZERO_FILL_BOX_IN_BOUNDS) * ZERO_FILL_ROW_BYTES
+    read = ZERO_FILL_BOX_IN_BOUNDS * ZERO_FILL_ROW_BYTES / RATE
+    for n, c in ZERO_FILL_BOX_CYCLES:
+        assert read + zero / rates[n] == pytest.approx(c.value)
+    assert rates[0] == rates[1]
+    assert all(a >= b for a, b in zip(rates, rates[1:], strict=False)), "more SMs filling never fill faster"
+
+
+@pytest.mark.parametrize("left,want", [(32, 12288), (128, 0), (0, 0), (-64, 0), (100, 3584)])
+def test_only_boxes_partly_in_bounds_count(left, want):
+    assert _partial_box_zeros(16384, left, 128, 1) == want
+
+
+def test_multicast_slices_count_each_partial_box_once():
+    # A 128-row tile in two 64-row slices with 32 rows left: slice 0 half in bounds, slice 1 wholly past.
+    assert _partial_box_zeros(8192, 32, 64, 2) == 4096
+
+
+def _kblock_cycles(m: int, n: int) -> float:
+    """Cycles per K-block of an fp16 M x N x 8192 GEMM, 128 x 128 tiles (N / 128 CTAs), with the L2 side of
+    zero fill (``tma_zero_fill_l2_cost``) off, so that only the TMA unit's rate can make zeros cost more."""
+    cfg = Sm90GemmConfig(m=m, n=n, k=8192, dtype_ab="f16", dtype_c="f16", dtype_d="f16", tile_m=128, tile_n=128,
+                         tile_k=64, cluster_m=1, schedule="cooperative")
+    arch = ArchSpec.h200().with_overrides({"tma_zero_fill_l2_cost": 0.0}, origin="test")
+    return simulate(cfg, arch).cycles / (8192 // 64)
+
+
+def test_zero_fill_costs_more_with_more_ctas_filling():
+    # 8 CTAs zero-fill at the TMA rate: no dearer than full boxes. 64 CTAs land their zeros at 26 B/clk each
+    # (v3e lockstep boxes): the K-block's 12 KiB of zeros alone take 470 cycles of the TMA unit.
+    assert _kblock_cycles(32, 1024) == pytest.approx(_kblock_cycles(128, 1024), rel=0.03)
+    assert _kblock_cycles(32, 8192) > 1.15 * _kblock_cycles(128, 8192)
