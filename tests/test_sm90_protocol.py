@@ -55,9 +55,9 @@ PINNED_MODULE_CONSTANTS = {
     "wgmma_ss_latency_n192_cycles": 162.8, "wgmma_ss_latency_n256_cycles": 213.0, "tma_load_fixed_cycles": 443.5,
     "tma_miss_extra_cycles": 214.9, "tma_misaligned_cost": 2.223, "l2_misaligned_cost": 1.481,
     "tma_store_fixed_cycles": 150.5, "tma_store_bytes_per_clk": 31.75, "tma_store_write_after_read_cycles": 6.0,
-    "zero_fill_box_cycles_1sm": 157.1, "zero_fill_box_cycles_8sm": 157.7, "zero_fill_box_cycles_16sm": 242.4,
-    "zero_fill_box_cycles_32sm": 347.8, "zero_fill_box_cycles_64sm": 510.5, "zero_fill_box_cycles_96sm": 705.2,
-    "zero_fill_box_cycles_132sm": 733.3,
+    "zero_fill_box_cycles_1sm": 157.2, "zero_fill_box_cycles_8sm": 157.6, "zero_fill_box_cycles_16sm": 236.5,
+    "zero_fill_box_cycles_32sm": 339.2, "zero_fill_box_cycles_64sm": 520.6, "zero_fill_box_cycles_96sm": 721.7,
+    "zero_fill_box_cycles_132sm": 696.5,
 }
 
 
