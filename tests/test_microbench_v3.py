@@ -27,9 +27,11 @@ FAMILIES = {"h200_microbench_v3": {"clock", "l2share", "mainloop", "mainloop_clu
             "h200_microbench_v3b": {"clock", "l2share_lockstep", "mainloop_scaling", "mainloop_cluster"},
             "h200_microbench_v3c": {"clock", "mainloop_pace"},
             "h100_microbench_v3d": {"clock", "mainloop_hbm", "bstream_pitch"},
-            "h100_microbench_v3e": {"clock", "zero_fill_scaling", "mainloop_zero_fill"}}
-#: The chip each file was measured on (v3d: the session was lent an H100 only).
-DEVICE = {"h100_microbench_v3d": "NVIDIA H100 80GB HBM3", "h100_microbench_v3e": "NVIDIA H100 80GB HBM3"}
+            "h100_microbench_v3e": {"clock", "zero_fill_scaling", "mainloop_zero_fill"},
+            "h100_microbench_v3e_run2": {"clock", "zero_fill_scaling", "mainloop_zero_fill"},
+            "h100_microbench_v3f": {"clock", "mainloop_operand"}}
+#: The chip each file was measured on (the H100 files: sessions lent an H100 only).
+DEVICE = {k: "NVIDIA H100 80GB HBM3" for k in FAMILIES if k.startswith("h100_")}
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
@@ -49,7 +51,7 @@ def q3():
 def test_result_metadata(doc):
     m = doc["meta"]
     assert m["device"]["name"] == DEVICE.get(doc["_name"], "NVIDIA H200") and m["device"]["sm_count"] == 132
-    assert m["suite"] == doc["_name"].rsplit("_", 1)[1]
+    assert m["suite"] == doc["_name"].split("_")[2]
     assert m["command"] == f"python -m validation.microbench.run --out OUT --suite {m['suite']}"
     assert all(s["rc"] == 0 for s in m["family_status"].values())
     assert set(doc["results"]) == FAMILIES[doc["_name"]]
@@ -62,6 +64,7 @@ def test_quantities_rederive_from_raw_results(doc):
     mods = {"l2share": l2share, "l2share_lockstep": l2share_lockstep, "mainloop": mainloop,
             "mainloop_cluster": mainloop, "mainloop_scaling": mainloop, "mainloop_pace": mainloop,
             "mainloop_hbm": mainloop, "bstream_pitch": bstream_pitch, "mainloop_zero_fill": mainloop,
+            "mainloop_operand": mainloop,
             "zero_fill_scaling": zero_fill_scaling}
     for fam, mod in mods.items():
         if fam not in doc["results"]:
@@ -241,3 +244,29 @@ def test_v3e_zero_fill_cost_grows_with_the_sms_filling_at_once():
     for g, lo, hi in ((8, 1.0, 1.02), (16, 1.0, 1.02), (64, 1.25, 1.5)):
         ratio = q[f"{base}.grid{g}.kblock_cycles"] / q[f"{base}.a_full.grid{g}.kblock_cycles"]
         assert lo - 0.01 < ratio < hi, (g, ratio)
+
+
+def test_operand_plan_runs_every_mode_on_one_sm():
+    ex = mainloop.operand_experiments()
+    assert len(ex) == len(set(ex)) and all(e[5] in mainloop.MODES for e in ex)
+    one = {(e[3], e[5]) for e in ex if len(e) > 8 and e[8] == 1}
+    assert one == {(n, m) for n in (64, 128, 192, 256) for m in ("wgmma", "wgmma_notma", "wg0", "wg0_notma", "tma")}
+    src = mainloop_cuda.cuda_source()
+    assert "mode == 3 || mode == 5" in src and "(mode == 4 || mode == 5) && wg == 0" in src
+
+
+def test_v3f_the_n64_pace_is_the_consumer_loop_not_tma():
+    """One SM: a K-block of N = 64 takes about 1.5x its math with TMA traffic during the math and without
+    it (the operands stay resident), and one warpgroup alone has a floor of about 350 cycles per K-block
+    at N = 64 and 128 (its math: 128 and 256), reaching its math only from N = 192 on."""
+    runs = json.loads((RESULTS / "h100_microbench_v3f.json").read_text())["results"]["mainloop_operand"]["runs"]
+
+    def kb(n, mode, grid=1):
+        return next(r for r in runs if r["tile_n"] == n and r["mode"] == mode and r["grid"] == grid)["kblock_cycles"]
+
+    assert kb(64, "wgmma") / (4 * 64) > 1.4 and kb(64, "wgmma_notma") / (4 * 64) > 1.4
+    assert kb(64, "wgmma_notma") == pytest.approx(kb(64, "wgmma"), rel=0.05)
+    for n in (128, 192, 256):
+        assert kb(n, "wgmma_notma") == pytest.approx(4 * n, rel=0.02)
+    assert 330 < kb(64, "wg0_notma") < 370 and 330 < kb(128, "wg0_notma") < 380
+    assert kb(256, "wg0_notma") == pytest.approx(2 * 256, rel=0.03)

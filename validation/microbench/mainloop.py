@@ -19,7 +19,7 @@ from .mainloop_cuda import kernel_name
 
 #: Stages of the twin's 128 x N x 64 fp16 tile (hw_kernels/sm90_gemm.py fills 227 KiB of SMEM).
 STAGES = {64: 8, 128: 6, 192: 4, 256: 4}
-MODES = {"wgmma": 0, "spin": 1, "tma": 2}
+MODES = {"wgmma": 0, "spin": 1, "tma": 2, "wgmma_notma": 3, "wg0": 4, "wg0_notma": 5}
 CLUSTERS = {"c1x1": 0, "c1x2": 1, "c2x1": 2}
 
 
@@ -69,6 +69,18 @@ def zero_fill_experiments(quick: bool = False) -> list[tuple]:
     return ex[::3] if quick else ex
 
 
+def operand_experiments(quick: bool = False) -> list[tuple]:
+    """The v3f run: why a K-block of N = 64 takes 1.5x its math on one SM (v3c) while wgmma alone issues
+    at the math rate: each tile N's mainloop on one SM with and without TMA traffic during the math
+    (wgmma / wgmma_notma), with one warpgroup issuing (wg0 / wg0_notma: a 64-row tile's math), and the
+    loads alone; N = 64 and 128 also on 132 SMs."""
+    p = (4096, 4096, 4096)
+    modes = ("wgmma", "wgmma_notma", "wg0", "wg0_notma", "tma")
+    ex = [(*p, bn, "c1x1", m, False, STAGES[bn], 1) for bn in (64, 128, 192, 256) for m in modes]
+    ex += [(*p, bn, "c1x1", m, False) for bn in (64, 128) for m in ("wgmma", "wgmma_notma", "wg0", "wg0_notma")]
+    return ex[::3] if quick else ex
+
+
 def experiments(quick: bool = False) -> list[tuple]:
     """(M, N, K, tile N, cluster, mode, a_full[, stages[, grid]]) of every replay (stages: the twin's,
     grid: min(tiles, 132 CTAs or 66 clusters), unless given)."""
@@ -107,6 +119,7 @@ PLANS = {
     "pace": pace_experiments,              # family mainloop_pace
     "hbm": hbm_experiments,                # family mainloop_hbm
     "zero_fill": zero_fill_experiments,    # family mainloop_zero_fill
+    "operand": operand_experiments,        # family mainloop_operand
 }
 
 

@@ -12,7 +12,10 @@ barrier of every CTA its multicast fed, the peer's with the DSL's CTA-scoped rem
 CUTLASS's collective with K_PIPE_MMAS = 1. Each CTA records the clock at the end of its first three
 tiles (after its span: ``o[5..7]``, cycles since its start, -1 if it had fewer tiles). Modes: 0
 wgmma; 1 the consumers spin ``spin`` cycles per K-block instead (no SMEM reads); 2 they release each
-stage as soon as it lands (TMA alone).
+stage as soon as it lands (TMA alone); 3 wgmma with no TMA after the first ``stages`` K-blocks (the
+producer arrives on each full barrier instead: the operands stay what the first loads left); 4 and 5
+as 0 and 3 with only the first consumer warpgroup issuing wgmma (64 rows: a 64-row tile's math), the
+other releasing each stage as it lands.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ __device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const TmaDesc* d, i
 
 _KERNEL = r"""
 // p[0] = out (8 int64 per block); i[0] = K-blocks per tile, i[1] = cluster tiles along N,
-// i[2] = cluster tiles along M, i[3] = stages (<= @MAXST@), i[4] = mode (0 wgmma, 1 spin, 2 none),
+// i[2] = cluster tiles along M, i[3] = stages (<= @MAXST@), i[4] = mode (0 wgmma, 1 spin, 2 none, 3 wgmma
+// without TMA past the first stages, 4/5: 0/3 with warpgroup 0 alone issuing wgmma),
 // i[5] = spin cycles per K-block, i[6] = cluster (0: 1x1, 1: 1x2 with A multicast, 2: 2x1 with B
 // multicast), i[7] = A row of CTA b = b * i[7] (> 0: every CTA its own A; 0: the tile's m * 128).
 extern "C" __global__ void __launch_bounds__(384, 1) @NAME@(const __grid_constant__ TmaDesc ta,
@@ -77,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) @NAME@(const __grid_constan
   const int wgi = __shfl_sync(0xffffffffu, tid / 128, 0);
   if (wgi == 0) {
     if (tid == 0) {
-      int s = 0;
+      int s = 0, issued = 0;
       uint32_t ph = 0;
       for (int ct = cid; ct < cm * cn; ct += nclusters) {
         int m = ct / cn, n = ct % cn;
@@ -87,6 +91,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) @NAME@(const __grid_constan
         for (int kb = 0; kb < kbs; ++kb) {
           const uint32_t fb = full0 + 8 * s, sa = base + s * STAGE, sb = sa + A_BYTES;
           mbar_wait(empty0 + 8 * s, ph ^ 1u);
+          if ((mode == 3 || mode == 5) && ++issued > stages) {      // no TMA: the stage keeps its operands
+            mbar_arrive(fb);
+            if (++s == stages) { s = 0; ph ^= 1u; }
+            continue;
+          }
           mbar_expect_tx(fb, STAGE);
           if (cmode == 1) tma_load_2d_mc(sa + rank * 8192, &ta, kb * 64, ya + (int)rank * 64, fb, (uint16_t)3);
           else tma_load_2d(sa, &ta, kb * 64, ya, fb);
@@ -100,6 +109,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) @NAME@(const __grid_constan
   } else {
     const int wg = wgi - 1;
     const bool signal = (tid & 31) == 0;
+    const bool mma = mode == 0 || mode == 3 || ((mode == 4 || mode == 5) && wg == 0);
     float acc[@NDACC@];
 #pragma unroll
     for (int j = 0; j < @NDACC@; ++j) acc[j] = 0.0f;
@@ -108,7 +118,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) @NAME@(const __grid_constan
     for (int ct = cid; ct < cm * cn; ct += nclusters) {
       for (int kb = 0; kb < kbs; ++kb) {
         mbar_wait(full0 + 8 * s, ph);
-        if (mode == 0) {
+        if (mma) {
           const uint32_t sa = base + s * STAGE;
           const uint64_t da = sw128_desc(sa + wg * 8192), db = sw128_desc(sa + A_BYTES);
           wg_fence();
@@ -120,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) @NAME@(const __grid_constan
           const uint64_t t0 = clk64();
           while (clk64() - t0 < (uint64_t)a.i[5]) { }
         }
-        const int rel = mode == 0 ? prev : s;
+        const int rel = mma ? prev : s;
         if (rel >= 0 && signal) {
           mbar_arrive(empty0 + 8 * rel);
           if (csize > 1) REMOTE_ARRIVE(mapa(empty0 + 8 * rel, peer));
@@ -128,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) @NAME@(const __grid_constan
         prev = s;
         if (++s == stages) { s = 0; ph ^= 1u; }
       }
-      if (mode == 0) {
+      if (mma) {
         wg_wait<0>();
         if (signal) {
           mbar_arrive(empty0 + 8 * prev);

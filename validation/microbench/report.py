@@ -84,7 +84,7 @@ def _v3_tables(res: dict) -> list[str]:
     def rows(fam: str, key: str) -> list:
         return res.get(fam, {}).get(key, [])
     runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace", "mainloop_hbm",
-                        "mainloop_zero_fill") for r in rows(f, "runs")]
+                        "mainloop_zero_fill", "mainloop_operand") for r in rows(f, "runs")]
     return (
         _table("Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)",
                "problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
@@ -129,7 +129,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "scaling over SMs, zero fill in lockstep)", "v3c": "issue 17, third run (the mainloop's pace per tile N on "
            "one SM and on 132 SMs in every cluster shape)", "v3d": "issue 17, fourth run (small-M problems whose B "
            "streams from HBM on part of the chip)", "v3e": "issue 17, fifth run (zero fill against the SMs "
-           "filling at once)"}
+           "filling at once)", "v3f": "issue 17, sixth run (the mainloop with and without TMA traffic during its math, "
+           "two warpgroups or one)"}
 
 
 def gpu_short_name(name: str | None) -> str:

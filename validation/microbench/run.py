@@ -25,14 +25,16 @@ from pathlib import Path
 #: Family -> seconds it may take in a full run, per suite (v2: the SM90 model's constants; v3: the
 #: mechanisms of issue 17; v3b: its second run, the cluster replays with the twin's remote arrive; v3c:
 #: the mainloop's pace per tile N, one SM against 132 in every cluster shape; v3d: small-M problems whose
-#: B streams from HBM on part of the chip, and B streams at their row pitches and SM counts).
+#: B streams from HBM on part of the chip, and B streams at their row pitches and SM counts; v3e: zero fill
+#: against the SMs filling at once; v3f: the mainloop with and without TMA traffic during its math).
 #: Order: cheapest first.
 SUITES = {"v2": {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue": 90, "tma": 120},
           "v3": {"clock": 20, "l2share": 50, "mainloop": 60, "mainloop_cluster": 50},
           "v3b": {"clock": 20, "l2share_lockstep": 30, "mainloop_scaling": 60, "mainloop_cluster": 50},
           "v3c": {"clock": 20, "mainloop_pace": 120},
           "v3d": {"clock": 20, "mainloop_hbm": 60, "bstream_pitch": 60},
-          "v3e": {"clock": 20, "zero_fill_scaling": 40, "mainloop_zero_fill": 40}}
+          "v3e": {"clock": 20, "zero_fill_scaling": 40, "mainloop_zero_fill": 40},
+          "v3f": {"clock": 20, "mainloop_operand": 60}}
 FAMILIES = {f: s for suite in SUITES.values() for f, s in suite.items()}
 
 
