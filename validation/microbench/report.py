@@ -109,7 +109,7 @@ def _v3_tables(res: dict) -> list[str]:
                             f"{r['bytes_per_clk_per_sm']:.1f}"))
         + _table("Zero fill against the SMs filling at once (every CTA on the same box, L2-resident)",
                  "tensor rows | rows in bounds | CTAs | cycles per box | B/clk/SM landed", "rrrrr",
-                 rows("zero_fill_scaling", "zero_fill_scaling"),
+                 rows("zero_fill_scaling", "zero_fill_scaling") + rows("zero_fill_fraction", "zero_fill_scaling"),
                  lambda r: (r["height"], r["in_bounds_rows"], r["ctas"], f"{r['cycles_per_box']:.0f}",
                             f"{r['bytes_per_clk_per_sm']:.1f}"))
         + _table("One CTA's TMA stream against the loads it keeps in flight (row pitch 16384 B)",
@@ -130,7 +130,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "one SM and on 132 SMs in every cluster shape)", "v3d": "issue 17, fourth run (small-M problems whose B "
            "streams from HBM on part of the chip)", "v3e": "issue 17, fifth run (zero fill against the SMs "
            "filling at once)", "v3f": "issue 17, sixth run (the mainloop with and without TMA traffic during its math, "
-           "two warpgroups or one)"}
+           "two warpgroups or one)", "v3g": "issue 17, seventh run (zero fill against the SMs filling at once, at other "
+           "zero fractions and wholly past the tensor)"}
 
 
 def gpu_short_name(name: str | None) -> str:

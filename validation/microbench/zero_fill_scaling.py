@@ -10,10 +10,13 @@ from .common import qv
 from .l2share import BOX_COLS, _stream, _try
 
 CTAS = (1, 8, 16, 32, 64, 96, 132)
-HEIGHTS = (32, 128)
+#: (tensor rows, first box row) of the v3e run: 96 rows zero-filled, and none.
+CASES = ((32, 0), (128, 0))
+#: The v3g run (family ``zero_fill_fraction``): 64 and 32 rows zero-filled, and boxes wholly past the tensor.
+FRACTION_CASES = ((64, 0), (96, 0), (32, 32))
 
 
-def measure(gpu, quick: bool = False) -> dict:
+def measure(gpu, quick: bool = False, cases: tuple = CASES) -> dict:
     from .build import cubin_path
     fn = gpu.func(cubin_path("l2share"), "tma_stream_grouped")
     sms = gpu.sm_count
@@ -24,14 +27,14 @@ def measure(gpu, quick: bool = False) -> dict:
     big = gpu.alloc(128 * k * 2)
     gpu.fill_random(big, 128 * k, seed=8)
     res: dict = {"zero_fill_scaling": []}
-    for r in HEIGHTS:
+    for r, y0 in cases:
         def tm(r=r):
             return gpu.tensor_map_2d(big, k, r, k * 2, BOX_COLS, 128)
         for n in (c for c in CTAS if c <= sms):
-            row = _try(res, ("zero_fill_scaling", r, n), _stream, gpu, fn, out, tm, n, nbx, count, 128, 0, 0, n, 0)
+            row = _try(res, ("zero_fill_scaling", r, y0, n), _stream, gpu, fn, out, tm, n, nbx, count, 128, y0, 0, n, 0)
             if row is None:
                 continue
-            row.update(height=r, in_bounds_rows=min(128, r))
+            row.update(height=r, y0=y0, in_bounds_rows=max(0, min(128, r - y0)))
             res["zero_fill_scaling"].append(row)
             print(f"[zero_fill_scaling] R={r:3d} x{n:3d}: {row['cycles_per_box']:7.1f} clk/box, "
                   f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
@@ -44,7 +47,8 @@ def measure(gpu, quick: bool = False) -> dict:
 def quantities(res: dict) -> dict:
     q = {}
     for r in res["zero_fill_scaling"]:
-        q[f"tma_oob_scaling.h{r['height']}.box128.lockstep.{r['ctas']}sm.cycles_per_box"] = qv(
+        box = "box128_all_oob" if r.get("y0", 0) >= r["height"] else "box128"
+        q[f"tma_oob_scaling.h{r['height']}.{box}.lockstep.{r['ctas']}sm.cycles_per_box"] = qv(
             r["cycles_per_box"], "cycles",
             f"TMA stream of 128-row x 128 B boxes of a {r['height']}-row tensor ({r['in_bounds_rows']} rows in "
             f"bounds), L2-resident, {r['stages']} in flight, {r['ctas']} CTAs all on the same box at once")
