@@ -52,6 +52,24 @@ def _stream(gpu, fn, out, tmap, n, nbx, count, box_rows, y0, ystride, group, sta
             "cycles_per_box": s["cycles_median"] / count, "clock_mhz": s["clock_mhz"]}
 
 
+def oob_stream(res: dict, key: str, tag: str, gpu, fn, out, big, k: int, height: int, y0: int, ctas: int,
+               stagger: int, nbx: int, count: int) -> dict | None:
+    """A :func:`_stream` of 128-row boxes of a ``height``-row tensor from row ``y0`` (rows past the tensor
+    zero-filled) on ``ctas`` CTAs, every CTA on the same box (``stagger`` 0) or apart; its row is appended
+    to ``res[key]`` and printed under ``tag``. None (recorded in ``res["errors"]``) if it failed."""
+    def tm():
+        return gpu.tensor_map_2d(big, k, height, k * 2, BOX_COLS, 128)
+    row = _try(res, (key, height, y0, ctas, stagger), _stream, gpu, fn, out, tm, ctas, nbx, count, 128, y0, 0,
+               ctas, stagger)
+    if row is None:
+        return None
+    row.update(height=height, y0=y0, in_bounds_rows=max(0, min(128, height - y0)))
+    res[key].append(row)
+    print(f"[{tag}] R={height:3d} from row {y0:3d}, {ctas:3d} CTAs, stagger {stagger}: {row['cycles_per_box']:7.1f} "
+          f"clk/box, {row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
+    return row
+
+
 def _try(res: dict, what: tuple, f, *args, **kw):
     """``f(*args, **kw)``, or None with the error recorded in ``res["errors"]`` (the next run goes on)."""
     try:

@@ -6,7 +6,7 @@ every CTA on the same box at the same time (stagger 0), beside its own K offset 
 from __future__ import annotations
 
 from .common import qv
-from .l2share import BOX_COLS, _stream, _try
+from .l2share import BOX_COLS, oob_stream
 
 
 def measure(gpu, quick: bool = False) -> dict:
@@ -21,17 +21,11 @@ def measure(gpu, quick: bool = False) -> dict:
     gpu.fill_random(big, 128 * k, seed=4)
     res: dict = {"oob_lockstep": []}
     for r, y0, what in ((16, 0, "box128"), (64, 0, "box128"), (128, 0, "box128"), (64, 64, "box128_all_oob")):
-        def tm(r=r):
-            return gpu.tensor_map_2d(big, k, r, k * 2, BOX_COLS, 128)
         for stagger in (0, 8):
-            row = _try(res, ("oob_lockstep", r, what, stagger), _stream, gpu, fn, out, tm, sms, nbx, count, 128, y0,
-                       0, sms, stagger)
-            if row is None:
-                continue
-            row.update(height=r, what=what, in_bounds_rows=max(0, min(128, r - y0)))
-            res["oob_lockstep"].append(row)
-            print(f"[l2share_lockstep] R={r:3d} {what:15s} stagger {stagger}: {row['cycles_per_box']:7.1f} clk/box, "
-                  f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
+            row = oob_stream(res, "oob_lockstep", "l2share_lockstep", gpu, fn, out, big, k, r, y0, sms, stagger, nbx,
+                             count)
+            if row is not None:
+                row["what"] = what
     gpu.free(big)
     gpu.free(out)
     res["quantities"] = quantities(res)

@@ -7,7 +7,7 @@ L2 -> SM path, which predicts a cost that falls with the SMs filling."""
 from __future__ import annotations
 
 from .common import qv
-from .l2share import BOX_COLS, _stream, _try
+from .l2share import BOX_COLS, oob_stream
 
 CTAS = (1, 8, 16, 32, 64, 96, 132)
 #: (tensor rows, first box row) of the v3e run: 96 rows zero-filled, and none.
@@ -28,16 +28,8 @@ def measure(gpu, quick: bool = False, cases: tuple = CASES) -> dict:
     gpu.fill_random(big, 128 * k, seed=8)
     res: dict = {"zero_fill_scaling": []}
     for r, y0 in cases:
-        def tm(r=r):
-            return gpu.tensor_map_2d(big, k, r, k * 2, BOX_COLS, 128)
         for n in (c for c in CTAS if c <= sms):
-            row = _try(res, ("zero_fill_scaling", r, y0, n), _stream, gpu, fn, out, tm, n, nbx, count, 128, y0, 0, n, 0)
-            if row is None:
-                continue
-            row.update(height=r, y0=y0, in_bounds_rows=max(0, min(128, r - y0)))
-            res["zero_fill_scaling"].append(row)
-            print(f"[zero_fill_scaling] R={r:3d} x{n:3d}: {row['cycles_per_box']:7.1f} clk/box, "
-                  f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
+            oob_stream(res, "zero_fill_scaling", "zero_fill_scaling", gpu, fn, out, big, k, r, y0, n, 0, nbx, count)
     gpu.free(big)
     gpu.free(out)
     res["quantities"] = quantities(res)

@@ -1,0 +1,93 @@
+"""The zero-fill stream families (l2share_lockstep, zero_fill_scaling, zero_fill_fraction) on a fake GPU:
+what each launches and records, without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from validation.microbench import build, l2share_lockstep, zero_fill_fraction, zero_fill_scaling
+
+CYCLES_PER_BOX = 200
+
+
+class FakeGpu:
+    """Buffers, tensor maps and launches of ``validation.microbench.driver.Gpu``; every block of a launch
+    records ``count`` boxes at CYCLES_PER_BOX cycles each on a 1.8 GHz clock."""
+
+    sm_count = 132
+
+    def __init__(self):
+        self.launches, self.maps, self.freed, self.count = [], [], [], 0
+        self.next = 1 << 20
+
+    def alloc(self, n):
+        self.next += int(n) + 4096
+        return self.next
+
+    def free(self, p):
+        self.freed.append(p)
+
+    def fill_random(self, p, n, seed=0):
+        pass
+
+    def func(self, path, name):
+        return name
+
+    def tensor_map_2d(self, buf, cols, rows, pitch, box_cols, box_rows):
+        self.maps.append((rows, box_rows))
+        return ("map", rows)
+
+    def launch(self, fn, grid, block, args, smem=0, tmap=None, cluster=0):
+        self.launches.append((fn, grid, tmap))
+        self.count = args.i[1]
+
+    def spans(self, out, n, width):
+        cyc = self.count * CYCLES_PER_BOX
+        return [[0, cyc, 0, int(cyc / 1.8), i, 0, 0, 0] for i in range(n)]
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    monkeypatch.setattr(build, "cubin_path", lambda name: f"/nonexistent/{name}.cubin")
+    return FakeGpu()
+
+
+def test_zero_fill_scaling_streams_every_case_on_every_sm_count(gpu):
+    res = zero_fill_scaling.measure(gpu, quick=True)
+    rows = res["zero_fill_scaling"]
+    assert [(r["height"], r["y0"], r["ctas"]) for r in rows] == [
+        (h, y0, n) for h, y0 in zero_fill_scaling.CASES for n in zero_fill_scaling.CTAS]
+    assert all(r["cycles_per_box"] == CYCLES_PER_BOX and r["stagger"] == 0 for r in rows)
+    assert {r["in_bounds_rows"] for r in rows} == {32, 128}
+    assert len(res["quantities"]) == len(rows) and len(gpu.freed) == 2
+
+
+def test_zero_fill_fraction_names_the_wholly_past_boxes(gpu):
+    res = zero_fill_fraction.measure(gpu, quick=True)
+    keys = set(res["quantities"])
+    assert "tma_oob_scaling.h32.box128_all_oob.lockstep.64sm.cycles_per_box" in keys
+    assert "tma_oob_scaling.h64.box128.lockstep.64sm.cycles_per_box" in keys
+    assert {r["in_bounds_rows"] for r in res["zero_fill_scaling"]} == {64, 96, 0}
+
+
+def test_l2share_lockstep_keeps_its_box_names(gpu):
+    res = l2share_lockstep.measure(gpu, quick=True)
+    rows = res["oob_lockstep"]
+    assert len(rows) == 8 and {r["stagger"] for r in rows} == {0, 8}
+    assert {r["what"] for r in rows} == {"box128", "box128_all_oob"}
+    assert "tma_oob_shared.h64.box128_all_oob.lockstep.132sm.cycles_per_box" in res["quantities"]
+
+
+def test_a_failed_launch_is_recorded_and_the_rest_run(gpu, monkeypatch):
+    real = gpu.launch
+    calls = []
+
+    def flaky(fn, grid, *a, **kw):
+        calls.append(grid)
+        if len(calls) == 1:
+            raise RuntimeError("CUDA driver error 700: fake")
+        return real(fn, grid, *a, **kw)
+    monkeypatch.setattr(gpu, "launch", flaky)
+    res = zero_fill_scaling.measure(gpu, quick=True)
+    assert len(res["errors"]) == 1 and "fake" in res["errors"][0]["error"]
+    assert len(res["zero_fill_scaling"]) == len(zero_fill_scaling.CASES) * len(zero_fill_scaling.CTAS) - 1
