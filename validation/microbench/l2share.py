@@ -52,22 +52,33 @@ def _stream(gpu, fn, out, tmap, n, nbx, count, box_rows, y0, ystride, group, sta
             "cycles_per_box": s["cycles_median"] / count, "clock_mhz": s["clock_mhz"]}
 
 
-def oob_stream(res: dict, key: str, tag: str, gpu, fn, out, big, k: int, height: int, y0: int, ctas: int,
-               stagger: int, nbx: int, count: int) -> dict | None:
-    """A :func:`_stream` of 128-row boxes of a ``height``-row tensor from row ``y0`` (rows past the tensor
-    zero-filled) on ``ctas`` CTAs, every CTA on the same box (``stagger`` 0) or apart; its row is appended
-    to ``res[key]`` and printed under ``tag``. None (recorded in ``res["errors"]``) if it failed."""
-    def tm():
-        return gpu.tensor_map_2d(big, k, height, k * 2, BOX_COLS, 128)
-    row = _try(res, (key, height, y0, ctas, stagger), _stream, gpu, fn, out, tm, ctas, nbx, count, 128, y0, 0,
-               ctas, stagger)
-    if row is None:
-        return None
-    row.update(height=height, y0=y0, in_bounds_rows=max(0, min(128, height - y0)))
-    res[key].append(row)
-    print(f"[{tag}] R={height:3d} from row {y0:3d}, {ctas:3d} CTAs, stagger {stagger}: {row['cycles_per_box']:7.1f} "
-          f"clk/box, {row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
-    return row
+def oob_streams(gpu, quick: bool, key: str, nbx: int, seed: int, cases) -> dict:
+    """Streams of 128-row boxes of a ``height``-row tensor from row ``y0`` (rows past the tensor
+    zero-filled), L2-resident, ``nbx`` boxes along K: one per case ``(height, y0, ctas, stagger, fields)``
+    (stagger 0: every CTA on the same box at once), its row updated with ``fields`` and appended to
+    ``res[key]``; a failed one is recorded in ``res["errors"]`` and the rest run."""
+    from .build import cubin_path
+    fn = gpu.func(cubin_path("l2share"), "tma_stream_grouped")
+    out = gpu.alloc(gpu.sm_count * 8 * 8)
+    count = 128 if quick else 256
+    k = nbx * BOX_COLS
+    big = gpu.alloc(128 * k * 2)
+    gpu.fill_random(big, 128 * k, seed=seed)
+    res: dict = {key: []}
+    for height, y0, ctas, stagger, fields in cases:
+        def tm(height=height):
+            return gpu.tensor_map_2d(big, k, height, k * 2, BOX_COLS, 128)
+        row = _try(res, (key, height, y0, ctas, stagger), _stream, gpu, fn, out, tm, ctas, nbx, count, 128, y0, 0,
+                   ctas, stagger)
+        if row is None:
+            continue
+        row.update(height=height, y0=y0, in_bounds_rows=max(0, min(128, height - y0)), **fields)
+        res[key].append(row)
+        print(f"[{key}] R={height:3d} from row {y0:3d}, {ctas:3d} CTAs, stagger {stagger}: "
+              f"{row['cycles_per_box']:7.1f} clk/box, {row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
+    gpu.free(big)
+    gpu.free(out)
+    return res
 
 
 def _try(res: dict, what: tuple, f, *args, **kw):

@@ -6,28 +6,15 @@ every CTA on the same box at the same time (stagger 0), beside its own K offset 
 from __future__ import annotations
 
 from .common import qv
-from .l2share import BOX_COLS, oob_stream
+from .l2share import oob_streams
 
 
 def measure(gpu, quick: bool = False) -> dict:
-    from .build import cubin_path
-    fn = gpu.func(cubin_path("l2share"), "tma_stream_grouped")
     sms = gpu.sm_count
-    out = gpu.alloc(sms * 8 * 8)
-    count = 128 if quick else 256
-    nbx = 8 * sms
-    k = nbx * BOX_COLS
-    big = gpu.alloc(128 * k * 2)
-    gpu.fill_random(big, 128 * k, seed=4)
-    res: dict = {"oob_lockstep": []}
-    for r, y0, what in ((16, 0, "box128"), (64, 0, "box128"), (128, 0, "box128"), (64, 64, "box128_all_oob")):
-        for stagger in (0, 8):
-            row = oob_stream(res, "oob_lockstep", "l2share_lockstep", gpu, fn, out, big, k, r, y0, sms, stagger, nbx,
-                             count)
-            if row is not None:
-                row["what"] = what
-    gpu.free(big)
-    gpu.free(out)
+    cases = [(r, y0, sms, stagger, {"what": what})
+             for r, y0, what in ((16, 0, "box128"), (64, 0, "box128"), (128, 0, "box128"), (64, 64, "box128_all_oob"))
+             for stagger in (0, 8)]
+    res = oob_streams(gpu, quick, "oob_lockstep", 8 * sms, 4, cases)
     res["quantities"] = quantities(res)
     return res
 

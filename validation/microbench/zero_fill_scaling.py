@@ -7,7 +7,7 @@ L2 -> SM path, which predicts a cost that falls with the SMs filling."""
 from __future__ import annotations
 
 from .common import qv
-from .l2share import BOX_COLS, oob_stream
+from .l2share import oob_streams
 
 CTAS = (1, 8, 16, 32, 64, 96, 132)
 #: (tensor rows, first box row) of the v3e run: 96 rows zero-filled, and none.
@@ -17,21 +17,8 @@ FRACTION_CASES = ((64, 0), (96, 0), (32, 32))
 
 
 def measure(gpu, quick: bool = False, cases: tuple = CASES) -> dict:
-    from .build import cubin_path
-    fn = gpu.func(cubin_path("l2share"), "tma_stream_grouped")
-    sms = gpu.sm_count
-    out = gpu.alloc(sms * 8 * 8)
-    count = 128 if quick else 256
-    nbx = 64
-    k = nbx * BOX_COLS
-    big = gpu.alloc(128 * k * 2)
-    gpu.fill_random(big, 128 * k, seed=8)
-    res: dict = {"zero_fill_scaling": []}
-    for r, y0 in cases:
-        for n in (c for c in CTAS if c <= sms):
-            oob_stream(res, "zero_fill_scaling", "zero_fill_scaling", gpu, fn, out, big, k, r, y0, n, 0, nbx, count)
-    gpu.free(big)
-    gpu.free(out)
+    runs = [(r, y0, n, 0, {}) for r, y0 in cases for n in CTAS if n <= gpu.sm_count]
+    res = oob_streams(gpu, quick, "zero_fill_scaling", 64, 8, runs)
     res["quantities"] = quantities(res)
     return res
 
