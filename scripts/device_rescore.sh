@@ -7,7 +7,8 @@
 #   device call (carry .device/w312 and external/gemm-model):
 #                scripts/device_rescore.sh 'wsim accuracy --data h200-small-m --out validation/results/small_m' ...
 # Each command runs as given (add --jobs 16 where it takes one); a failing one is reported and the
-# rest still run. Result files record the device's Python and numpy in their simulation cache key. The device has Python 3.12, gcc, numpy and matplotlib (checked 2026-12-06).
+# rest still run. Result files record the device's Python and numpy in their simulation cache key.
+# The device has Python 3.12, gcc, numpy and matplotlib (checked 2026-12-06).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 W=.device/w312
