@@ -31,7 +31,8 @@ FAMILIES = {"h200_microbench_v3": {"clock", "l2share", "mainloop", "mainloop_clu
             "h100_microbench_v3e_run2": {"clock", "zero_fill_scaling", "mainloop_zero_fill"},
             "h100_microbench_v3f": {"clock", "mainloop_operand"},
             "h100_microbench_v3g": {"clock", "zero_fill_fraction"},
-            "h100_microbench_v3g_run2": {"clock", "zero_fill_fraction"}}
+            "h100_microbench_v3g_run2": {"clock", "zero_fill_fraction"},
+            "h100_microbench_v3h": {"clock", "mainloop_pitch"}}
 #: The chip each file was measured on (the H100 files: sessions lent an H100 only).
 DEVICE = {k: "NVIDIA H100 80GB HBM3" for k in FAMILIES if k.startswith("h100_")}
 

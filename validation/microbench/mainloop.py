@@ -81,6 +81,21 @@ def operand_experiments(quick: bool = False) -> list[tuple]:
     return ex[::3] if quick else ex
 
 
+def pitch_experiments(quick: bool = False) -> list[tuple]:
+    """The v3h run: the 4096^3 mainloop with A and B rows 8192 B apart (a multiple of the 128-B line) and
+    8208 B (K = 4104's pitch: 7 of 8 row segments straddle two lines), in every cluster shape, the loads
+    alone (tma) and with the math (wgmma), on 132 SMs; and the loads alone on one CTA or one cluster (the
+    SM's own TMA pace, no L2 contention): whether a multicast slice's misaligned rows cost each receiving
+    SM or only the issuing one."""
+    p = (4096, 4096, 4096)
+    ex = []
+    for pitch in (4096, 4104):
+        ex += [(*p, bn, c, m, False, STAGES[bn], None, pitch) for bn in (64, 128, 256) for c in CLUSTERS
+               for m in ("tma", "wgmma")]
+        ex += [(*p, 128, c, "tma", False, STAGES[128], 1 if c == "c1x1" else 2, pitch) for c in CLUSTERS]
+    return ex[::3] if quick else ex
+
+
 def experiments(quick: bool = False) -> list[tuple]:
     """(M, N, K, tile N, cluster, mode, a_full[, stages[, grid]]) of every replay (stages: the twin's,
     grid: min(tiles, 132 CTAs or 66 clusters), unless given)."""
@@ -120,6 +135,7 @@ PLANS = {
     "hbm": hbm_experiments,                # family mainloop_hbm
     "zero_fill": zero_fill_experiments,    # family mainloop_zero_fill
     "operand": operand_experiments,        # family mainloop_operand
+    "pitch": pitch_experiments,            # family mainloop_pitch
 }
 
 
@@ -130,10 +146,11 @@ def measure(gpu, quick: bool = False, plan: str = "c1x1") -> dict:
     cub = cubin_path("mainloop_f16")
     sms = gpu.sm_count
     out = gpu.alloc(sms * 8 * 8)
-    a_buf = gpu.alloc(4096 * 4096 * 2)
+    a_elems = 4096 * 4104                            # the largest A (4096 rows at the v3h pitch)
+    a_buf = gpu.alloc(a_elems * 2)
     b_elems = max(8192 * 28672, 4096 * 65536)        # the largest B of any experiment
     b_buf = gpu.alloc(b_elems * 2)
-    gpu.fill_random(a_buf, 4096 * 4096, seed=5)
+    gpu.fill_random(a_buf, a_elems, seed=5)
     gpu.fill_random(b_buf, b_elems, seed=6)
     res: dict = {"runs": []}
     for ex in PLANS[plan](quick):
@@ -141,12 +158,13 @@ def measure(gpu, quick: bool = False, plan: str = "c1x1") -> dict:
         stages = ex[7] if len(ex) > 7 else STAGES[bn]
         fn = gpu.func(cub, kernel_name(bn))
         cn, cm, grid, size = _grid(m, n, bn, cluster, sms)
-        if len(ex) > 8:
+        if len(ex) > 8 and ex[8] is not None:
             grid = ex[8]
+        pitch = ex[9] if len(ex) > 9 else k        # elements from one row of A (B) to the next
         a_rows = 128 if a_full else m
         try:
-            ta = gpu.tensor_map_2d(a_buf, k, a_rows, k * 2, 64, 64 if cluster == "c1x2" else 128)
-            tb = gpu.tensor_map_2d(b_buf, k, n, k * 2, 64, bn // 2 if cluster == "c2x1" else bn)
+            ta = gpu.tensor_map_2d(a_buf, k, a_rows, pitch * 2, 64, 64 if cluster == "c1x2" else 128)
+            tb = gpu.tensor_map_2d(b_buf, k, n, pitch * 2, 64, bn // 2 if cluster == "c2x1" else bn)
             args = Args.of([out], [k // 64, cn, cm, stages, MODES[mode], 4 * bn, CLUSTERS[cluster], 0])
             smem = stages * (16384 + bn * 128) + 1024
             spans = []
@@ -164,7 +182,8 @@ def measure(gpu, quick: bool = False, plan: str = "c1x1") -> dict:
         recs = gpu.spans(out, grid, 8)
         ends = [[int(x) for x in r[5:8]] for r in recs]
         row = {"m": m, "n": n, "k": k, "tile_n": bn, "cluster": cluster, "mode": mode, "a_full": a_full,
-               "grid": grid, "grid_given": len(ex) > 8, "stages": stages, "max_tiles_per_cta": max(tiles),
+               "grid": grid, "grid_given": len(ex) > 8 and ex[8] is not None, "stages": stages,
+               "pitch_bytes": pitch * 2, "max_tiles_per_cta": max(tiles),
                "wall_ns": best["wall_ns"], "wall_ns_all": [s["wall_ns"] for s in spans],
                "cycles_median": best["cycles_median"], "cycles_max": best["cycles_max"], "clock_mhz": best["clock_mhz"],
                "kblock_cycles": best["cycles_max"] / (max(tiles) * (k // 64)),
@@ -187,7 +206,8 @@ def _median(xs):
 def key(r: dict) -> str:
     return (f"mainloop.fp16_{r['m']}x{r['n']}x{r['k']}.n{r['tile_n']}.{r['cluster']}.{r['mode']}"
             + (".a_full" if r["a_full"] else "") + ("" if r["stages"] == STAGES[r["tile_n"]] else f".st{r['stages']}")
-            + (f".grid{r['grid']}" if r.get("grid_given") else ""))
+            + (f".grid{r['grid']}" if r.get("grid_given") else "")
+            + (f".p{r['pitch_bytes']}" if r.get("pitch_bytes", 2 * r["k"]) != 2 * r["k"] else ""))
 
 
 def quantities(res: dict) -> dict:
@@ -195,7 +215,8 @@ def quantities(res: dict) -> dict:
     for r in res["runs"]:
         what = (f"twin's cooperative mainloop, no epilogue, fp16 {r['m']}x{r['n']}x{r['k']}, 128x{r['tile_n']}x64 "
                 f"tiles, {r['stages']} stages, {r['cluster']}, consumers: {r['mode']}"
-                + (" (A tensor 128 rows: no zero fill)" if r["a_full"] else "") + f", {r['grid']} CTAs")
+                + (" (A tensor 128 rows: no zero fill)" if r["a_full"] else "") + f", {r['grid']} CTAs"
+                + (f", rows {r['pitch_bytes']} B apart" if r.get("pitch_bytes", 2 * r["k"]) != 2 * r["k"] else ""))
         q[f"{key(r)}.span_us"] = qv(r["wall_ns"] / 1e3, "us", f"{what}: launch span (%globaltimer), median of 3")
         q[f"{key(r)}.kblock_cycles"] = qv(r["kblock_cycles"], "cycles",
                                           "same run: the slowest CTA's cycles / its K-blocks")

@@ -74,7 +74,9 @@ def _table(title: str, cols: str, align: str, rows: list, cells) -> list[str]:
 def _replay_cells(r: dict) -> tuple:
     fill = "no (A 128 rows)" if r["a_full"] else ("yes" if r["m"] % 128 else "-")
     first = (r.get("tile_end_cycles_median") or [None])[0]
-    return (f"{r['m']}x{r['n']}x{r['k']}", r["tile_n"], r["cluster"][1:], r["mode"], fill, r["grid"],
+    pb = r.get("pitch_bytes", 2 * r["k"])
+    problem = f"{r['m']}x{r['n']}x{r['k']}" + (f", rows {pb} B apart" if pb != 2 * r["k"] else "")
+    return (problem, r["tile_n"], r["cluster"][1:], r["mode"], fill, r["grid"],
             f"{r['wall_ns'] / 1e3:.1f}", f"{r['kblock_cycles']:.0f}",
             f"{first / (r['k'] // 64) if first else float('nan'):.0f}", r["clock_mhz"])
 
@@ -84,7 +86,7 @@ def _v3_tables(res: dict) -> list[str]:
     def rows(fam: str, key: str) -> list:
         return res.get(fam, {}).get(key, [])
     runs = [r for f in ("mainloop", "mainloop_scaling", "mainloop_cluster", "mainloop_pace", "mainloop_hbm",
-                        "mainloop_zero_fill", "mainloop_operand") for r in rows(f, "runs")]
+                        "mainloop_zero_fill", "mainloop_operand", "mainloop_pitch") for r in rows(f, "runs")]
     return (
         _table("Mainloop replays (the twin's cooperative mainloop, no epilogue; fp16, tile 128 x N x 64)",
                "problem | tile N | cluster | consumers | A zero fill | CTAs | span us | cycles per K-block | "
@@ -131,7 +133,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "streams from HBM on part of the chip)", "v3e": "issue 17, fifth run (zero fill against the SMs "
            "filling at once)", "v3f": "issue 17, sixth run (the mainloop with and without TMA traffic during its math, "
            "two warpgroups or one)", "v3g": "issue 17, seventh run (zero fill against the SMs filling at once, at other "
-           "zero fractions and wholly past the tensor)"}
+           "zero fractions and wholly past the tensor)", "v3h": "issue 17, eighth run (the mainloop at an aligned and a "
+           "misaligned row pitch in every cluster shape)"}
 
 
 def gpu_short_name(name: str | None) -> str:
