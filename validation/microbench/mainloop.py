@@ -97,8 +97,9 @@ def pitch_experiments(quick: bool = False) -> list[tuple]:
 
 
 def experiments(quick: bool = False) -> list[tuple]:
-    """(M, N, K, tile N, cluster, mode, a_full[, stages[, grid]]) of every replay (stages: the twin's,
-    grid: min(tiles, 132 CTAs or 66 clusters), unless given)."""
+    """(M, N, K, tile N, cluster, mode, a_full[, stages[, grid[, pitch]]]) of every replay (stages: the
+    twin's, grid: min(tiles, 132 CTAs or 66 clusters), unless given (None: not given), pitch: K, elements
+    from one row of A or B to the next)."""
     ex = []
     p1 = (64, 28672, 4096)
     for bn in (64, 128, 192, 256):
@@ -158,8 +159,9 @@ def measure(gpu, quick: bool = False, plan: str = "c1x1") -> dict:
         stages = ex[7] if len(ex) > 7 else STAGES[bn]
         fn = gpu.func(cub, kernel_name(bn))
         cn, cm, grid, size = _grid(m, n, bn, cluster, sms)
-        if len(ex) > 8 and ex[8] is not None:
-            grid = ex[8]
+        given = ex[8] if len(ex) > 8 else None
+        if given is not None:
+            grid = given
         pitch = ex[9] if len(ex) > 9 else k        # elements from one row of A (B) to the next
         a_rows = 128 if a_full else m
         try:
@@ -182,7 +184,7 @@ def measure(gpu, quick: bool = False, plan: str = "c1x1") -> dict:
         recs = gpu.spans(out, grid, 8)
         ends = [[int(x) for x in r[5:8]] for r in recs]
         row = {"m": m, "n": n, "k": k, "tile_n": bn, "cluster": cluster, "mode": mode, "a_full": a_full,
-               "grid": grid, "grid_given": len(ex) > 8 and ex[8] is not None, "stages": stages,
+               "grid": grid, "grid_given": given is not None, "stages": stages,
                "pitch_bytes": pitch * 2, "max_tiles_per_cta": max(tiles),
                "wall_ns": best["wall_ns"], "wall_ns_all": [s["wall_ns"] for s in spans],
                "cycles_median": best["cycles_median"], "cycles_max": best["cycles_max"], "clock_mhz": best["clock_mhz"],
@@ -203,11 +205,17 @@ def _median(xs):
     return xs[len(xs) // 2] if xs else None
 
 
+def misaligned_pitch(r: dict) -> int | None:
+    """A replay's row pitch in bytes where it is not the problem's own (2 K), else None."""
+    pb = r.get("pitch_bytes", 2 * r["k"])
+    return None if pb == 2 * r["k"] else pb
+
+
 def key(r: dict) -> str:
     return (f"mainloop.fp16_{r['m']}x{r['n']}x{r['k']}.n{r['tile_n']}.{r['cluster']}.{r['mode']}"
             + (".a_full" if r["a_full"] else "") + ("" if r["stages"] == STAGES[r["tile_n"]] else f".st{r['stages']}")
             + (f".grid{r['grid']}" if r.get("grid_given") else "")
-            + (f".p{r['pitch_bytes']}" if r.get("pitch_bytes", 2 * r["k"]) != 2 * r["k"] else ""))
+            + (f".p{misaligned_pitch(r)}" if misaligned_pitch(r) else ""))
 
 
 def quantities(res: dict) -> dict:
@@ -216,7 +224,7 @@ def quantities(res: dict) -> dict:
         what = (f"twin's cooperative mainloop, no epilogue, fp16 {r['m']}x{r['n']}x{r['k']}, 128x{r['tile_n']}x64 "
                 f"tiles, {r['stages']} stages, {r['cluster']}, consumers: {r['mode']}"
                 + (" (A tensor 128 rows: no zero fill)" if r["a_full"] else "") + f", {r['grid']} CTAs"
-                + (f", rows {r['pitch_bytes']} B apart" if r.get("pitch_bytes", 2 * r["k"]) != 2 * r["k"] else ""))
+                + (f", rows {misaligned_pitch(r)} B apart" if misaligned_pitch(r) else ""))
         q[f"{key(r)}.span_us"] = qv(r["wall_ns"] / 1e3, "us", f"{what}: launch span (%globaltimer), median of 3")
         q[f"{key(r)}.kblock_cycles"] = qv(r["kblock_cycles"], "cycles",
                                           "same run: the slowest CTA's cycles / its K-blocks")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import sys
 
+from .mainloop import misaligned_pitch
+
 
 def _fmt(v) -> str:
     if v is None:
@@ -74,8 +76,8 @@ def _table(title: str, cols: str, align: str, rows: list, cells) -> list[str]:
 def _replay_cells(r: dict) -> tuple:
     fill = "no (A 128 rows)" if r["a_full"] else ("yes" if r["m"] % 128 else "-")
     first = (r.get("tile_end_cycles_median") or [None])[0]
-    pb = r.get("pitch_bytes", 2 * r["k"])
-    problem = f"{r['m']}x{r['n']}x{r['k']}" + (f", rows {pb} B apart" if pb != 2 * r["k"] else "")
+    pb = misaligned_pitch(r)
+    problem = f"{r['m']}x{r['n']}x{r['k']}" + (f", rows {pb} B apart" if pb else "")
     return (problem, r["tile_n"], r["cluster"][1:], r["mode"], fill, r["grid"],
             f"{r['wall_ns'] / 1e3:.1f}", f"{r['kblock_cycles']:.0f}",
             f"{first / (r['k'] // 64) if first else float('nan'):.0f}", r["clock_mhz"])
