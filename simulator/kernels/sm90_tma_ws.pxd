@@ -70,6 +70,8 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public long long _d_bytes
     cdef public long _store_stages
     cdef public double _tma_rate
+    cdef public double _tma_land_rate
+    cdef public double _tma_issue_extra
     cdef public long _a_dests
     cdef public long _b_dests
     cdef public double _l2_cost

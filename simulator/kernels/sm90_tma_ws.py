@@ -69,8 +69,11 @@ delivers, once per multicast destination, then :data:`TMA_LOAD_FIXED`). Rows of 
 are zero-filled: no memory traffic, but they land like the others and their zeros hold the L2 ->
 SM path longer than read bytes, once per multicast destination (``tma_zero_fill_l2_cost``,
 measured); the zeros of a box partly in bounds land on the SM's TMA unit at a per-SM rate that falls
-with the number of CTAs zero-filling at once (:data:`ZERO_FILL_BOX_CYCLES`, measured by SM count). Rows whose pitch is not a multiple of 128 B cost the TMA unit
-:data:`TMA_MISALIGNED_COST` and the L2 :data:`L2_MISALIGNED_COST` times as long per byte. The epilogue
+with the number of CTAs zero-filling at once (:data:`ZERO_FILL_BOX_CYCLES`, measured by SM count). Rows whose
+pitch is not a multiple of 128 B cost the L2 :data:`L2_MISALIGNED_COST` times as long per byte, and the TMA
+unit that issues them :data:`TMA_MISALIGNED_COST` - 1 times as long again per in-bounds byte it issues (the
+straddled lines are its requests; a multicast slice's bytes land on the other SMs at the aligned rate:
+measured, h100_microbench_v3h ``...p8208.grid2``). The epilogue
 per subtile is the twin's measured sequence (:data:`EPILOGUE_PHASES_1SM`): convert + stmatrix +
 fence per warpgroup, the store thread's bulk wait, the named barrier, the TMA store issue (blocking
 the store thread); a TMA store reads SMEM through the SM's store engine (``Cta.store_free``,
@@ -851,6 +854,9 @@ class Sm90GemmTmaWarpSpecialized:
         # The SM's TMA unit (loads), its store engine, and the fixed parts of their latencies.
         t = self.timing
         self._tma_rate = t.tma_rate
+        # Landing runs at the unit's aligned rate; a misaligned pitch adds request time per byte issued.
+        self._tma_land_rate = arch.tma_load_bytes_per_clk_per_sm.value
+        self._tma_issue_extra = (self._tma_land_rate / t.tma_rate - 1.0) / self._tma_land_rate if t.tma_rate > 0 else 0.0
         self._a_dests = cfg.cluster_n        # A is multicast along the cluster row, B along the column
         self._b_dests = cfg.cluster_m
         self._l2_cost = t.l2_cost
@@ -1014,10 +1020,12 @@ class Sm90GemmTmaWarpSpecialized:
                 land = z_land
         # The SM's TMA unit lands this CTA's slices (zero fill included) at its rate, once per
         # destination of its multicast (the bytes landing per SM per stage are the same whatever the
-        # cluster shape, as in the SM100 model's ingress); they land a fixed latency later.
+        # cluster shape, as in the SM100 model's ingress), plus the extra line requests of the
+        # misaligned rows it issues itself; they land a fixed latency later.
         if self._tma_rate > 0.0:
             start = cta.tma_free if cta.tma_free > now else now
-            busy = (self.a_slice * self._a_dests + self.b_slice * self._b_dests - zbytes) / self._tma_rate
+            busy = ((self.a_slice * self._a_dests + self.b_slice * self._b_dests - zbytes) / self._tma_land_rate
+                    + (a_bytes + b_bytes) * self._tma_issue_extra)
             if zbytes:
                 # Zeros land at the per-SM rate the SMs filling at once leave each (measured), at most the unit's.
                 n = self._zf_active if self._zf_active < len(self._zf_rates) else len(self._zf_rates) - 1
