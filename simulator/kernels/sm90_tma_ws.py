@@ -226,6 +226,16 @@ ZERO_FILL_BOX_CYCLES = tuple(
 ZERO_FILL_BOX_ROWS, ZERO_FILL_BOX_IN_BOUNDS, ZERO_FILL_ROW_BYTES = 128, 32, 128
 
 
+def _interp(points: list[tuple[float, float]], x: float) -> float:
+    """Piecewise-linear ``points`` (sorted by x) at ``x``, flat past the ends."""
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if x <= x1:
+            return y0 + (x - x0) / (x1 - x0) * (y1 - y0)
+    return points[-1][1]
+
+
 def zero_fill_rates(tma_rate: float) -> tuple[float, ...]:
     """Per SM, the bytes/clk its TMA unit zero-fills with ``n`` SMs filling at once, ``n`` = 0 ... 132
     (index ``n``; 0 as 1): the measured box time less its in-bounds rows at ``tma_rate``, over its zero
@@ -233,13 +243,7 @@ def zero_fill_rates(tma_rate: float) -> tuple[float, ...]:
     pts = [(n, c.value) for n, c in ZERO_FILL_BOX_CYCLES]
     zero = (ZERO_FILL_BOX_ROWS - ZERO_FILL_BOX_IN_BOUNDS) * ZERO_FILL_ROW_BYTES
     read = ZERO_FILL_BOX_IN_BOUNDS * ZERO_FILL_ROW_BYTES / tma_rate
-    out = []
-    for n in range(pts[-1][0] + 1):
-        n = max(n, 1)
-        t = next(v0 + (n - n0) / (n1 - n0) * (v1 - v0) for (n0, v0), (n1, v1) in zip(pts, pts[1:], strict=False)
-                 if n <= n1)
-        out.append(zero / max(t - read, 1e-9))
-    return tuple(out)
+    return tuple(zero / max(_interp(pts, max(n, 1)) - read, 1e-9) for n in range(pts[-1][0] + 1))
 
 
 #: The twin's stream-K / split-K fixup moves its partials with plain one-word-per-thread ld/st.global
@@ -297,13 +301,7 @@ def _epilogue_phases(schedule: str, subtile_bytes: float) -> tuple[float, float,
 
 def _wgmma_latency(n: int, scale: float) -> float:
     """wgmma SS latency at N (linear between the measured N, clamped outside), times ``scale``."""
-    pts = [(nn, c.value) for nn, c in WGMMA_SS_LATENCY]
-    if n <= pts[0][0]:
-        return pts[0][1] * scale
-    for (n0, v0), (n1, v1) in zip(pts, pts[1:], strict=False):
-        if n <= n1:
-            return (v0 + (n - n0) / (n1 - n0) * (v1 - v0)) * scale
-    return pts[-1][1] * scale
+    return _interp([(nn, c.value) for nn, c in WGMMA_SS_LATENCY], n) * scale
 
 
 MODULE_CONSTANTS: tuple[Constant, ...] = tuple(c for _, c in WGMMA_SS_LATENCY) + tuple(
