@@ -23,7 +23,7 @@ from .schedule import StaticSchedule, ceil_div, static_schedule, stream_k_schedu
 
 #: KernelConfig.name() of an uninstrumented kernel.
 _NAME = re.compile(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?"
-                   r"(?:_d(h|sk|s\d+))?(_nd)?$")
+                   r"(?:_d(h|sk|s\d+))?(_nd)?(?:_fv(\d+))?$")
 #: Name tags of the stream-K scheduler's decompositions (KernelConfig.name()).
 _DECOMP_TAGS = {"heuristic": "h", "stream_k": "sk"}
 
@@ -53,6 +53,9 @@ class KernelConfig:
     decomposition: str = "data_parallel"
     splits: int = 1
     reduction: str = "deterministic"
+    # Floats per thread per workspace access of the fixup: 1 (one word per thread, the twin the campaigns
+    # measured) or 4 (16 B, ld/st.global.v4, as CUTLASS's BlockStripedReduce); named ``_fv4``.
+    fixup_vec: int = 1
 
     @property
     def stream_k(self) -> bool:
@@ -69,7 +72,8 @@ class KernelConfig:
         if not self.stream_k:
             return ""
         tag = _DECOMP_TAGS.get(self.decomposition, f"s{self.splits}")
-        return f"_d{tag}" + ("_nd" if self.reduction == "nondeterministic" else "")
+        return (f"_d{tag}" + ("_nd" if self.reduction == "nondeterministic" else "")
+                + ("" if self.fixup_vec == 1 else f"_fv{self.fixup_vec}"))
 
     def name(self) -> str:
         lvl = {0: "", 1: "_trace-tile", 2: "_trace-kblock", 3: "_trace-kblock-epi",
@@ -88,7 +92,7 @@ class KernelConfig:
         mt = _NAME.match(name)
         if mt is None:
             return None
-        tm, tn, tk, pp, cm, cn, r, sw, en, st, sst, dec, nd = mt.groups()
+        tm, tn, tk, pp, cm, cn, r, sw, en, st, sst, dec, nd, fv = mt.groups()
         decomposition, splits = "data_parallel", 1
         if dec:
             inv = {v: k for k, v in _DECOMP_TAGS.items()}
@@ -99,7 +103,7 @@ class KernelConfig:
                    raster={"h": "heuristic", "m": "m", "n": "n"}[r], swizzle=int(sw),
                    epilogue_tile_n=int(en), mainloop_stages=int(st) if st else None,
                    epilogue_store_stages=int(sst) if sst else 4, decomposition=decomposition, splits=splits,
-                   reduction="nondeterministic" if nd else "deterministic")
+                   reduction="nondeterministic" if nd else "deterministic", fixup_vec=int(fv) if fv else 1)
 
     def compile_key(self) -> KernelConfig:
         """The fields one compiled kernel serves: raster and swizzle are run-time arguments of the
@@ -121,7 +125,12 @@ class KernelConfig:
                                self.swizzle)
 
     def asdict(self) -> dict:
-        return asdict(self)
+        """The fields; ``fixup_vec`` only where it is not the default 1 (the campaigns' rows and the SM90
+        model's hardware fields, ``simulator.kernels.space.HW_FIELDS``, know the one-word fixup only)."""
+        d = asdict(self)
+        if d["fixup_vec"] == 1:
+            del d["fixup_vec"]
+        return d
 
 
 @dataclass

@@ -17,6 +17,9 @@ from . import records as R
 #: static scheduler) and its reduction modes.
 DECOMPOSITIONS = ("data_parallel", "heuristic", "split_k", "stream_k")
 REDUCTIONS = ("deterministic", "nondeterministic")
+#: Floats a thread moves per workspace access in the fixup (``fixup_vec``): one word, or 16 B
+#: (ld/st.global.v4.f32, as CUTLASS's BlockStripedReduce moves an AccessType per thread).
+FIXUP_VECS = (1, 4)
 #: tile_n a warpgroup of 64 rows takes (cooperative, 64-row ping-pong): wgmma N up to 256 in steps of the
 #: epilogue's 32-column subtile (96, 160 and 224 cover ragged N such as 800 = 5 x 160 without a part-empty tile).
 TILE_N_64_ROWS = tuple(range(64, 257, 32))
@@ -24,7 +27,7 @@ TILE_N_64_ROWS = tuple(range(64, 257, 32))
 
 def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster, swizzle,
                     epilogue_tile_n, epilogue_store_stages, instrument, decomposition="data_parallel", splits=1,
-                    reduction="deterministic") -> list[str]:
+                    reduction="deterministic", fixup_vec=1) -> list[str]:
     """Rules of this kernel on its configuration (each broken rule named with its value)."""
     p = []
     if decomposition not in DECOMPOSITIONS:
@@ -38,6 +41,8 @@ def config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, rast
                      "tile, fixup and span records only (levels 0, 1, 4)")
     if reduction not in REDUCTIONS:
         p.append(f"reduction={reduction!r}: must be one of {', '.join(REDUCTIONS)}")
+    if fixup_vec not in FIXUP_VECS:
+        p.append(f"fixup_vec={fixup_vec!r}: must be one of {FIXUP_VECS} (floats per thread per workspace access)")
     if not isinstance(splits, int) or splits < 1:
         p.append(f"splits={splits!r}: must be an integer >= 1")
     elif splits > 1 and decomposition not in ("heuristic", "split_k"):

@@ -12,6 +12,7 @@ import cutlass.cute as cute
 import cutlass.memory
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass._mlir import ir
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Int32, Int64
 from cutlass.tensor_utils import LayoutEnum
@@ -135,10 +136,11 @@ class Sm90TmaWsGemm:
                  cluster_n: int = 1, schedule: str = "cooperative", mainloop_stages: int | None = None,
                  raster: str = "heuristic", swizzle: int = 1, epilogue_tile_n: int = 32,
                  epilogue_store_stages: int = 4, instrument: int = R.LEVEL_OFF, instrument_roles: str = "all",
-                 decomposition: str = "data_parallel", splits: int = 1, reduction: str = "deterministic"):
+                 decomposition: str = "data_parallel", splits: int = 1, reduction: str = "deterministic",
+                 fixup_vec: int = 1):
         problems = self.config_problems(tile_m, tile_n, tile_k, cluster_m, cluster_n, schedule, raster,
                                         swizzle, epilogue_tile_n, epilogue_store_stages, instrument, decomposition,
-                                        splits, reduction)
+                                        splits, reduction, fixup_vec)
         if instrument_roles not in ("all", "producer", "consumers"):
             problems.append(f"instrument_roles={instrument_roles!r}: must be 'all', 'producer' or 'consumers'")
         if problems:
@@ -152,6 +154,7 @@ class Sm90TmaWsGemm:
         # to the kernel as integers; they are kept here for naming only.
         self.epi_n, self.store_stages = epilogue_tile_n, epilogue_store_stages
         self.instrument = instrument
+        self.fixup_vec = fixup_vec
         # level: the data records written (LEVEL_SPAN writes none); span: every role writes its header
         # and footer (clock64 + globaltimer at role start and end), at every level but LEVEL_OFF.
         self.level = R.record_level(instrument)
@@ -514,6 +517,8 @@ class Sm90TmaWsGemm:
                 wgi = wg - 1
                 t_wg = tidx % THREADS_PER_WG
                 n_acc = cute.size(acc)
+                fv = self.fixup_vec
+                assert n_acc % fv == 0, f"{n_acc} accumulators per thread: not whole {fv}-float chunks"
                 fix_barrier = pipeline.NamedBarrier(barrier_id=FIXUP_BARRIER_ID + wgi, num_threads=self.fixup_threads)
                 csize = self.cluster_m * self.cluster_n
                 for it in cutlass.range(work[row], unroll=1):
@@ -552,9 +557,9 @@ class Sm90TmaWsGemm:
                     final = k0 + kn == k_tiles
                     if kn != k_tiles:
                         # TileScheduler::fixup of this warpgroup's rows: one flag and one workspace
-                        # slice per (CTA tile, warpgroup); element i of thread t at i * 128 + t.
+                        # slice per (CTA tile, warpgroup), moved fixup_vec floats per thread at a time.
                         lock = (tile_id * csize + cta_rank) * self.fixup_flags_per_tile + wgi
-                        ws_off = lock * (n_acc * THREADS_PER_WG) + t_wg
+                        ws_base = lock * (n_acc * THREADS_PER_WG)
                         f0 = self._now(R.LEVEL_TILE)
                         op = Int32(0)
                         self._fixup_wait(flags, lock, k0, final, t_wg)
@@ -564,19 +569,20 @@ class Sm90TmaWsGemm:
                             # BlockStripedReduce::load_add, then the flag back to 0 for the next launch
                             # (every peer has arrived: nothing else reads it).
                             op = Int32(R.FIXUP_LOAD)
-                            for i in cutlass.range_constexpr(n_acc):
-                                acc[i] = acc[i] + cute.arch.load(workspace.iterator + (ws_off + i * THREADS_PER_WG),
-                                                                 cutlass.Float32, cop="cg")
+                            for j in cutlass.range_constexpr(n_acc // fv):
+                                v = self._ws_load(workspace, ws_base, j, t_wg)
+                                for q in cutlass.range_constexpr(fv):
+                                    acc[j * fv + q] = acc[j * fv + q] + v[q]
                             if t_wg == 0:
                                 cute.arch.store(flags.iterator + lock, Int32(0), sem="relaxed", scope="gpu")
                         else:
                             if k0 == 0:
                                 op = Int32(R.FIXUP_STORE)
-                                for i in cutlass.range_constexpr(n_acc):
-                                    cute.arch.store(workspace.iterator + (ws_off + i * THREADS_PER_WG), acc[i])
+                                for j in cutlass.range_constexpr(n_acc // fv):
+                                    self._ws_store(workspace, ws_base, j, t_wg, acc)
                             else:
                                 op = Int32(R.FIXUP_REDUCE)
-                                self._fixup_reduce(workspace, ws_off, acc, n_acc)
+                                self._fixup_reduce(workspace, ws_base, t_wg, acc, n_acc)
                             # arrive_inc(k_tile_count): the group syncs, thread 0 fences and adds.
                             fix_barrier.arrive_and_wait()
                             if t_wg == 0:
@@ -840,16 +846,58 @@ class Sm90TmaWsGemm:
                             v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
 
     @cute.jit
-    def _fixup_reduce(self, workspace: cute.Tensor, ws_off: Int32, acc: cute.Tensor, n_acc: cutlass.Constexpr):
+    def _ws_ptr(self, workspace: cute.Tensor, ws_base: Int32, j: cutlass.Constexpr, t_wg: Int32):
+        """Chunk ``j`` of thread ``t_wg`` in the slice at ``ws_base``: accumulator ``j * fixup_vec + q`` lies at
+        ``(j * 128 + t_wg) * fixup_vec + q``, so one access of a warp covers 32 x fixup_vec contiguous floats
+        (chunks are aligned: the workspace is 16-byte aligned and a slice a multiple of 512 floats)."""
+        fv = self.fixup_vec
+        off = cute.assume(ws_base + (j * THREADS_PER_WG + t_wg) * fv, divby=fv)
+        return workspace.iterator + off
+
+    @cute.jit
+    def _ws_load(self, workspace: cute.Tensor, ws_base: Int32, j: cutlass.Constexpr, t_wg: Int32):
+        """One chunk into registers, read around L1 (another SM wrote it): ld.global.cg(.v4).f32."""
+        fv = self.fixup_vec
+        ptr = self._ws_ptr(workspace, ws_base, j, t_wg)
+        chunk = cute.make_rmem_tensor((fv,), cutlass.Float32)
+        if cutlass.const_expr(fv == 1):
+            chunk[0] = cute.arch.load(ptr, cutlass.Float32, cop="cg")
+        else:
+            vec = ir.VectorType.get([fv], cutlass.Float32.mlir_type)
+            chunk.store(cute.TensorSSA(cute.arch.load(ptr, vec, cop="cg"), (fv,), cutlass.Float32))
+        return chunk
+
+    @cute.jit
+    def _ws_store(self, workspace: cute.Tensor, ws_base: Int32, j: cutlass.Constexpr, t_wg: Int32,
+                  acc: cute.Tensor, add=None):
+        """Chunk ``j`` of ``acc`` (plus ``add``, a loaded chunk, if given): st.global(.v4).f32."""
+        fv = self.fixup_vec
+        chunk = cute.make_rmem_tensor((fv,), cutlass.Float32)
+        for q in cutlass.range_constexpr(fv):
+            if cutlass.const_expr(add is None):
+                chunk[q] = acc[j * fv + q]
+            else:
+                chunk[q] = acc[j * fv + q] + add[q]
+        ptr = self._ws_ptr(workspace, ws_base, j, t_wg)
+        if cutlass.const_expr(fv == 1):
+            cute.arch.store(ptr, chunk[0])
+        else:
+            cute.arch.store(ptr, chunk.load())
+
+    @cute.jit
+    def _fixup_reduce(self, workspace: cute.Tensor, ws_base: Int32, t_wg: Int32, acc: cute.Tensor,
+                      n_acc: cutlass.Constexpr):
         """A middle split adds its partials into the workspace: deterministic, a plain read-add-write
         (the turnstile gives it the slice alone); nondeterministic, atomic adds (red.global.add.f32,
-        BlockStripedReduce::reduce)."""
-        for i in cutlass.range_constexpr(n_acc):
-            ptr = workspace.iterator + (ws_off + i * THREADS_PER_WG)
+        BlockStripedReduce::reduce), one per element at the same places."""
+        fv = self.fixup_vec
+        for j in cutlass.range_constexpr(n_acc // fv):
             if cutlass.const_expr(self.deterministic):
-                cute.arch.store(ptr, cute.arch.load(ptr, cutlass.Float32, cop="cg") + acc[i])
+                self._ws_store(workspace, ws_base, j, t_wg, acc, self._ws_load(workspace, ws_base, j, t_wg))
             else:
-                cute.arch.atomic_add(ptr, acc[i], sem="relaxed", scope="gpu")
+                ptr = self._ws_ptr(workspace, ws_base, j, t_wg)
+                for q in cutlass.range_constexpr(fv):
+                    cute.arch.atomic_add(ptr + q, acc[j * fv + q], sem="relaxed", scope="gpu")
 
     @staticmethod
     def _skip(state, n: Int32):

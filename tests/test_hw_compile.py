@@ -119,6 +119,23 @@ def test_stream_k_kernels_have_the_fixup(cfg):
         assert needle in ptx
 
 
+@pytest.mark.parametrize("reduction", ["deterministic", "nondeterministic"])
+def test_fixup_vec_moves_16_bytes_per_thread(reduction):
+    one = Counter(re.findall(r"\b((?:ld|st)\.global[a-z0-9.]*\.[bf]32)", _ptx(KernelConfig(
+        tile_n=128, cluster_m=1, decomposition="stream_k", reduction=reduction))))
+    vec = Counter(re.findall(r"\b((?:ld|st)\.global[a-z0-9.]*\.[bf]32)", _ptx(KernelConfig(
+        tile_n=128, cluster_m=1, decomposition="stream_k", reduction=reduction, fixup_vec=4))))
+    # 64 accumulators per thread (64 x 128 per warpgroup): the final read, and in the deterministic kernel the
+    # middle splits' read-add-write, as 16 chunks of 4 instead of 64 words; the first split's store likewise.
+    reads = 2 if reduction == "deterministic" else 1
+    assert vec["ld.global.cg.v4.b32"] == 16 * reads and "ld.global.cg.v4.b32" not in one
+    assert one["ld.global.cg.b32"] - vec.get("ld.global.cg.b32", 0) == 64 * reads
+    assert vec["st.global.v4.b32"] == 16 * reads
+    if reduction == "nondeterministic":
+        assert len(re.findall(r"(atom|red)\.global\.add\.f32", _ptx(KernelConfig(
+            tile_n=128, cluster_m=1, decomposition="stream_k", reduction=reduction, fixup_vec=4)))) == 64
+
+
 def test_nondeterministic_reduction_adds_atomically():
     ptx = _ptx(KernelConfig(tile_n=128, cluster_m=1, decomposition="stream_k", reduction="nondeterministic"))
     assert re.search(r"(atom|red)\.global\.add\.f32", ptx)

@@ -392,3 +392,27 @@ def test_stream_k_tile_order_is_the_work_tables_segments_for_every_cta():
     # 9 stream-K units over 8 cluster tiles on 30 persistent clusters: not the static order (cluster 1 gets none)
     assert order[(1, 0)] == [] and sum(map(len, order.values())) == 32
     assert order != tile_order(1000, 800, 128, 224, 2, 2, "heuristic", 1, num_clusters=sk.clusters)
+
+
+def test_fixup_vec_is_named_round_trips_and_stays_out_of_the_model_fields():
+    """fixup_vec=4 (the 16-byte fixup) is named ``_fv4`` after the decomposition and parses back; the default
+    one-word fixup keeps the campaigns' names and fields, and the SM90 model, which knows only that one,
+    refuses a 16-byte config by name instead of simulating it as the other."""
+    from simulator.errors import ConfigError as ModelConfigError
+    from simulator.kernels.space import sm90_config_from_hw
+    one = KernelConfig(tile_n=128, cluster_m=1, decomposition="split_k", splits=8, reduction="nondeterministic")
+    vec = replace(one, fixup_vec=4)
+    assert one.name() == "128x128x64_c1x1_rh_sw1_e32_ds8_nd" and vec.name() == one.name() + "_fv4"
+    assert KernelConfig.from_name(vec.name()) == vec and KernelConfig.from_name(one.name()) == one
+    assert "fixup_vec" not in one.asdict() and vec.asdict()["fixup_vec"] == 4
+    assert vec.compile_key() != one.compile_key()
+    sm90_config_from_hw(one.asdict(), 512, 512, 32768)
+    with pytest.raises(ModelConfigError, match=r"\['fixup_vec'\]: unknown"):
+        sm90_config_from_hw(vec.asdict(), 512, 512, 32768)
+
+
+def test_fixup_vec_rule_names_the_value():
+    pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+    from hw_kernels.sm90_gemm import Sm90TmaWsGemm
+    with pytest.raises(ValueError, match=r"fixup_vec=2: must be one of \(1, 4\)"):
+        Sm90TmaWsGemm(tile_n=128, cluster_m=1, decomposition="split_k", splits=2, fixup_vec=2)
