@@ -301,6 +301,30 @@ def test_streamk_nd_dry_run_publishes_its_own_file_and_scores_as_a_data_set(tmp_
     assert ds.name == "h200-streamk-nd" and not ds.rows and "dry-run" in ds.skipped[0]
 
 
+def test_streamk_fv4_plan_is_the_streamk_schedulers_candidates_with_the_16_byte_fixup():
+    from validation.campaign import STREAMK_SHAPES, check_plan, plan, streamk_configs, streamk_fv4_configs
+    p = plan()
+    cfgs = p["streamk_fv4"]["configs"]
+    assert p["streamk_fv4"]["shapes"] == STREAMK_SHAPES and cfgs == streamk_fv4_configs()
+    det = [c for c in streamk_configs() if c.decomposition != "data_parallel"]
+    assert len(cfgs) == len(det) == 160 and [replace(c, fixup_vec=1) for c in cfgs] == det
+    assert all(c.fixup_vec == 4 and c.name().endswith("_fv4_trace-span") for c in cfgs)
+    assert all(KernelConfig.from_name(c.name().removesuffix("_trace-span")) == replace(c, instrument=0) for c in cfgs)
+    # one compile per tile and cluster, as the one-word fixup's
+    assert len(check_plan({"streamk_fv4": p["streamk_fv4"]})["fp16"]) == 16
+
+
+def test_streamk_fv4_dry_run_publishes_its_own_file_named_by_the_gpu(tmp_path):
+    from validation.campaign import main, publish
+    out = tmp_path / "run"
+    assert main(["--dry-run", "--quick", "--phases", "streamk_fv4", "--out", str(out)]) == 0
+    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    assert sorted(p.name for p in paths) == ["gpu_streamk_fv4.dry_run.json", "gpu_streamk_fv4.dry_run.md"]
+    md = next(p for p in paths if p.suffix == ".md").read_text()
+    assert md.startswith("# GPU stream-K / split-K campaign, 16-byte fixup (DRY RUN")
+    assert md.count("\n| 512x512x32768 |") == 1 and "best split-K" in md
+
+
 # ---------------------------------------------------------------------------------------- ragged N
 def test_cooperative_and_64_row_tiles_take_every_multiple_of_32_and_name_the_rule_otherwise():
     for tn in (96, 160, 224):

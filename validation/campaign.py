@@ -28,6 +28,10 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
   stream-K, split-K by 2, 4, 8) with the nondeterministic reduction (middle splits add their partials with
   ``red.global.add.f32`` instead of waiting their turn), on ``STREAMK_SHAPES``, plus cuBLAS, checked and timed
   as in ``space``; published to ``h200_streamk_nd.json`` / ``.md``.
+* ``streamk_fv4`` (not run unless named): the ``streamk`` phase's stream-K scheduler candidates with the
+  16-byte fixup (``fixup_vec=4``: ld.global.cg.v4 / st.global.v4 per thread instead of one word), deterministic
+  reduction, on ``STREAMK_SHAPES``, plus cuBLAS, checked and timed as in ``space``; published to
+  ``<gpu>_streamk_fv4.json`` / ``.md``.
 * ``small_m`` (not run unless named): M <= 128 (issue 18): the 64-row ping-pong tiles (each consumer
   warpgroup one 64 x tile_n tile, every tile_n the rules allow) beside the 128-row ping-pong and cooperative
   tiles, clusters 1x1, 1x2, 2x1, rasters M and N, max swizzle 1, data-parallel, on ``SMALL_M_SHAPES``, plus
@@ -188,15 +192,15 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
 PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n",
-          "coop64")
+          "coop64", "streamk_fv4")
 #: The wide phase writes its result file at most this often (s) and at its end.
 SAVE_EVERY_S = 30.0
 #: What runs without ``--phases``: every phase but ``wide``, ``streamk``, ``small_m``, ``streamk_nd``,
-#: ``ragged_n`` and ``coop64`` (campaigns of their own).
-DEFAULT_PHASES = PHASES[:-6]
+#: ``ragged_n``, ``coop64`` and ``streamk_fv4`` (campaigns of their own).
+DEFAULT_PHASES = PHASES[:-7]
 #: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
 SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n",
-                  "coop64")
+                  "coop64", "streamk_fv4")
 
 
 def space_configs() -> list[KernelConfig]:
@@ -217,6 +221,12 @@ def streamk_nd_configs() -> list[KernelConfig]:
     1 and the nondeterministic reduction (the ``streamk`` phase's, each with the other reduction)."""
     return [KernelConfig(**d, instrument=R.LEVEL_SPAN) for d in hw_space(reductions=HW_REDUCTIONS[1:])
             if d["swizzle"] == 1 and d.get("decomposition", "data_parallel") != "data_parallel"]
+
+
+def streamk_fv4_configs() -> list[KernelConfig]:
+    """The ``streamk_fv4`` phase's candidates: the ``streamk`` phase's stream-K scheduler configs (deterministic
+    reduction) with the 16-byte fixup."""
+    return [replace(c, fixup_vec=4) for c in streamk_configs() if c.decomposition != "data_parallel"]
 
 
 def ragged_n_configs() -> list[KernelConfig]:
@@ -279,6 +289,7 @@ def plan(quick: bool = False) -> dict:
         "streamk_nd": {"shapes": STREAMK_SHAPES, "configs": streamk_nd_configs(), "dtype": "fp16"},
         "ragged_n": {"shapes": RAGGED_N_SHAPES, "configs": ragged_n_configs(), "dtype": "fp16"},
         "coop64": {"shapes": COOP64_SHAPES, "configs": coop64_configs(), "dtype": "fp16"},
+        "streamk_fv4": {"shapes": STREAMK_SHAPES, "configs": streamk_fv4_configs(), "dtype": "fp16"},
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -292,7 +303,7 @@ def plan(quick: bool = False) -> dict:
                       next(x for x in order if not x.held_out and x.dtype == "bf16")]
         p["wide"] = _wide(quick_wide, pick)
         sk = streamk_configs()
-        for ph, cfgs in (("streamk", sk), ("streamk_nd", streamk_nd_configs())):
+        for ph, cfgs in (("streamk", sk), ("streamk_nd", streamk_nd_configs()), ("streamk_fv4", streamk_fv4_configs())):
             p[ph] = {"shapes": [(512, 512, 32768), (1000, 1032, 520)], "dtype": "fp16",
                      "configs": [c for c in cfgs if c.cluster_m * c.cluster_n <= 2 and c.tile_n in (64, 128)][:24]}
         sm = small_m_configs()
@@ -1023,7 +1034,7 @@ class Campaign:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
         if "wide" in phases:
             self.phase_wide(p["wide"], quick)
-        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n", "coop64"):
+        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n", "coop64", "streamk_fv4"):
             if ph in phases:
                 rounds = small_m_rounds(quick) if ph == "small_m" else {
                     "budget_s": 0.6 if quick else 1.5, "max_rounds": 15, "min_rounds": 5}
@@ -1211,6 +1222,17 @@ def streamk_nd_markdown(pub: dict) -> str:
                          "`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_nd` the nondeterministic reduction")
 
 
+def streamk_fv4_markdown(pub: dict) -> str:
+    """The ``streamk_fv4`` phase's summary: our best 16-byte-fixup candidate of each kind (all, stream-K or
+    heuristic, split-K) against cuBLAS."""
+    kinds = (("(all)", lambda c: True), ("stream-K or heuristic", lambda c: "_dsk" in c or "_dh" in c),
+             ("split-K", lambda c: "_ds" in c and "_dsk" not in c))
+    return _best_by_kind(pub, f"{gpu_tag(pub['env']).upper()} stream-K / split-K campaign, 16-byte fixup",
+                         " Cooperative tiles, max swizzle 1, every cluster and raster of the streamk phase, deterministic "
+                         "reduction; the fixup moves 16 B per thread per access (ld.global.cg.v4 / st.global.v4).", kinds,
+                         "`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_fv4` the 16-byte fixup")
+
+
 def ragged_n_markdown(pub: dict) -> str:
     """The ``ragged_n`` phase's summary: our best candidate of all, of the ragged-N widths and of the wide tiles
     against cuBLAS; the held-out problems (``RAGGED_N_HELD_OUT``) in a table of their own."""
@@ -1261,10 +1283,13 @@ def coop64_markdown(pub: dict) -> str:
 #: The published files of the ``coop64`` phase, named by the GPU that ran it.
 COOP64_BASE = "{gpu}_coop64"
 
+#: The published files of the ``streamk_fv4`` phase, named by the GPU that ran it.
+STREAMK_FV4_BASE = "{gpu}_streamk_fv4"
+
 #: Phases published to files of their own: (file base, Markdown summary).
 OWN_FILE_PHASES = {"streamk": (STREAMK_BASE, streamk_markdown), "small_m": (SMALL_M_BASE, small_m_markdown),
                    "streamk_nd": (STREAMK_ND_BASE, streamk_nd_markdown), "ragged_n": (RAGGED_N_BASE, ragged_n_markdown),
-                   "coop64": (COOP64_BASE, coop64_markdown)}
+                   "coop64": (COOP64_BASE, coop64_markdown), "streamk_fv4": (STREAMK_FV4_BASE, streamk_fv4_markdown)}
 
 
 #: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).
