@@ -43,3 +43,37 @@ def test_sm90_rates_are_the_traces_medians():
     assert round(statistics.median(rates["fixup_store"]), 1) == SM90_WORKSPACE_STORE.value
     assert round(statistics.median(rates["fixup_load"]), 1) == SM90_WORKSPACE_LOAD.value
     assert SM90_WORKSPACE_RATES.read_modify_write
+
+
+def test_the_16_byte_fixup_traces_pair_with_the_one_word_ones_and_are_not_simulated_as_them():
+    """The H100 traces of the same three launches with each fixup: rates grouped by fixup_vec, a pair per
+    launch and op, and the 16-byte launches measured only (the model has the one-word fixup alone)."""
+    pytest.importorskip("simpy")
+    from validation.fixup_traces import compare, derived_rates, vec_pairs
+
+    raws = sorted((RAW.parent / "fixup_traces_h100").glob("raw_*.npz"))
+    rows = [compare(p) for p in raws]
+    assert sorted(r["fixup_vec"] for r in rows) == [1, 1, 1, 4, 4, 4]
+    for r in rows:
+        assert (r["kernel_us_simulated"] is None) == (r["fixup_vec"] == 4)
+        assert (r["model_refuses"] is not None) == (r["fixup_vec"] == 4)
+        assert "fixup_vec" in (r["model_refuses"] or "fixup_vec")
+    one, four = derived_rates(rows, 1), derived_rates(rows, 4)
+    assert len(one["launches"]) == len(four["launches"]) == 3 and one["devices"] == ["NVIDIA H100 80GB HBM3"]
+    pairs = [line for line in vec_pairs(rows) if line.startswith("| 128x")]
+    assert len(pairs) == 9                                   # 3 launches x store, reduce, load
+    assert all("_fv4" not in line.split("|")[1] for line in pairs)
+
+
+def test_a_measured_config_the_model_lacks_is_refused_by_name():
+    from simulator.errors import ConfigError
+    from validation.compare import sim_config_from_measured
+
+    cfg = {"tile_m": 128, "tile_n": 128, "tile_k": 64, "cluster_m": 1, "cluster_n": 1, "schedule": "cooperative",
+           "mainloop_stages": None, "raster": "m", "swizzle": 1, "epilogue_tile_n": 32, "epilogue_store_stages": 4,
+           "instrument": 1, "instrument_roles": "all", "decomposition": "split_k", "splits": 8,
+           "reduction": "deterministic"}
+    meta = {"problem": {"m": 512, "n": 512, "k": 32768}, "dtype": "fp16"}
+    assert sim_config_from_measured({**meta, "config": {**cfg, "fixup_vec": 1}}).splits == 8
+    with pytest.raises(ConfigError, match=r"\['fixup_vec'\] \(fixup_vec=4\): not in the SM90 model's hardware fields"):
+        sim_config_from_measured({**meta, "config": {**cfg, "fixup_vec": 4}})

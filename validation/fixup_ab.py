@@ -61,10 +61,11 @@ def run(out: Path, time_limit: float, quick: bool = False) -> Path:
     return path
 
 
-def report(res: dict) -> str:
+def report(res: dict, written_by: str = "") -> str:
     env = res["env"]
-    lines = ["# The twin's fixup at 1 and 4 floats per thread per access (measured)", "",
-             f"`{env.get('command')}`; {env.get('device')}, driver {env.get('driver')}, CuTe DSL "
+    lines = [f"# The twin's fixup at 1 and 4 floats per thread per access, measured on the {env.get('device')}", "",
+             *([f"Written by `{written_by}`.", ""] if written_by else []),
+             f"GPU run: `{env.get('command')}`; {env.get('device')}, driver {env.get('driver')}, CuTe DSL "
              f"{env.get('nvidia_cutlass_dsl')}, {env.get('date_utc')}. Median CUDA-event time of queued launches, "
              "alternating with cuBLAS on the same inputs; every output checked against a float32 reference.", "",
              "| problem | config | cuBLAS us | fixup_vec 1 us | x cuBLAS | fixup_vec 4 us | x cuBLAS | 4 / 1 | "
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     ap.add_argument("--md", type=Path)
     a = ap.parse_args(argv)
     if a.report:
-        text = report(json.loads(a.report.read_text()))
+        text = report(json.loads(a.report.read_text()), "python -m validation.fixup_ab " + " ".join(
+            sys.argv[1:] if argv is None else argv))
         if a.md:
             a.md.write_text(text)
         print(text, end="")

@@ -1,6 +1,7 @@
-"""The stream-K / split-K fixup of the SM90 twin, traced on the H200, against the SM90 model's.
+"""The stream-K / split-K fixup of the SM90 twin, traced on the GPU, against the SM90 model's.
 
     python -m validation.fixup_traces [--raw validation/results/fixup_traces] [--out validation/results]
+                                      [--name h200_fixup_traces]
 
 Each raw dump (``raw_*.npz``, written on the GPU by ``python -m validation.collect --level 1 --trace
 NAME@MxNxK ...``) holds one launch's C_FIXUP records: per split tile and consumer warpgroup, the
@@ -9,9 +10,10 @@ moved the warpgroup's partial accumulators (64 x tile_n float32): stored (first 
 written back (middle splits), or read (final split). Both warpgroups of a CTA do theirs at once,
 so per SM a store or a load moves two slices and a reduce four. The workspace rates of the twin's
 plain, one-word-per-thread ld/st.global (:data:`simulator.kernels.sm90_tma_ws.SM90_WORKSPACE_STORE` and
-``SM90_WORKSPACE_LOAD``) are derived from these records: per SM bytes over (work cycles minus the fixed part the model adds:
-one named-barrier sync and one L2 round trip). Each launch is also simulated at its in-kernel clock
-with the shipped model, and the two are printed side by side.
+``SM90_WORKSPACE_LOAD``) are derived from the H200 records: per SM bytes over (work cycles minus the fixed part
+the model adds: one named-barrier sync and one L2 round trip), per ``fixup_vec`` (one word or 16 B per thread
+per access). Each launch the model can run is also simulated at its in-kernel clock with the shipped model,
+and the two are printed side by side; a launch traced with both fixups is paired, op by op.
 """
 
 from __future__ import annotations
@@ -87,73 +89,130 @@ def measured_ops(meta: dict, trace, clock_ghz: float) -> dict[str, dict]:
 def compare(raw: Path) -> dict:
     """One raw dump: its config, clock, kernel time, and per op the measured and simulated work."""
     from simulator.engine.run import simulate
+    from simulator.errors import ConfigError
     from simulator.machine.arch import ArchSpec
     from validation.compare import sim_config_from_measured
 
     meta, tr, clk = load_raw(raw)
-    cfg = sim_config_from_measured(meta)
-    arch = ArchSpec.h200().with_overrides({"clock_ghz": round(clk, 4)}, origin="the traced launch's in-kernel clock")
-    res = simulate(cfg, arch, trace=True)
     ops = measured_ops(meta, tr, clk)
-    sim = op_work_cycles(res.trace, clk)
+    try:
+        cfg = sim_config_from_measured(meta)
+    except ConfigError as e:       # a twin option the model does not have: measured only
+        res, refused = None, str(e)
+    else:
+        arch = ArchSpec.h200().with_overrides({"clock_ghz": round(clk, 4)}, origin="the traced launch's in-kernel clock")
+        res, refused = simulate(cfg, arch, trace=True), None
+    sim = op_work_cycles(res.trace, clk) if res else {}
     for op, o in ops.items():
-        o["simulated_work_cycles_median"] = round(statistics.median(sim[op]), 1) if sim[op] else None
+        o["simulated_work_cycles_median"] = round(statistics.median(sim[op]), 1) if sim.get(op) else None
     return {"raw": raw.name, "config": meta["config_name"], "problem": "x".join(str(meta["problem"][d]) for d in "mnk"),
             "device": meta.get("device"), "driver": meta.get("driver"), "dsl_version": meta.get("dsl_version"),
             "date": meta.get("env_date_utc"), "gpu_command": meta.get("env_command"),
-            "clock_ghz": round(clk, 4), "kernel_us_measured": round(meta["kernel_ms_events"] * 1e3, 2),
-            "kernel_us_simulated": round(res.cycles / clk / 1e3, 2), "fixed_cycles": fixed_cycles(), "ops": ops}
+            "fixup_vec": int(meta["config"].get("fixup_vec", 1)), "clock_ghz": round(clk, 4), "kernel_us_measured": round(meta["kernel_ms_events"] * 1e3, 2),
+            "kernel_us_simulated": round(res.cycles / clk / 1e3, 2) if res else None, "model_refuses": refused,
+            "fixed_cycles": fixed_cycles(), "ops": ops}
 
 
-def derived_rates(rows: list[dict]) -> dict[str, float]:
-    """Per-SM store and load rates: the median over the traced launches of their first splits' stores
-    and final splits' loads (each launch's L2 as loaded as its problem makes it)."""
+def derived_rates(rows: list[dict], fixup_vec: int = 1) -> dict[str, float]:
+    """Per-SM store and load rates of the launches whose fixup moves ``fixup_vec`` floats per access: the
+    median over them of their first splits' stores and final splits' loads (each launch's L2 as loaded as
+    its problem makes it)."""
+    rows = [r for r in rows if r["fixup_vec"] == fixup_vec and r["ops"]]
     out = {}
     for name, op in (("store_bytes_per_clk_per_sm", "fixup_store"), ("load_bytes_per_clk_per_sm", "fixup_load")):
         vals = [r["ops"][op]["measured_bytes_per_clk_per_sm"] for r in rows if op in r["ops"]]
         out[name] = round(float(np.median(vals)), 1) if vals else float("nan")
-    out["launches"] = [f"{r['config']} {r['problem']}" for r in rows if r["ops"]]
+    out["launches"] = [f"{r['config']} {r['problem']}" for r in rows]
+    out["devices"] = sorted({r["device"] for r in rows})
     return out
 
 
-def markdown(rows: list[dict], rates: dict, command: str) -> str:
-    lines = ["# The SM90 twin's stream-K / split-K fixup, traced on the H200", "",
-             f"Written by `{command}` from the raw dumps in `validation/results/fixup_traces/` (GPU command: "
-             f"`{rows[0]['gpu_command']}`, {rows[0]['device']}, driver {rows[0]['driver']}, CuTe DSL "
-             f"{rows[0]['dsl_version']}, {rows[0]['date']}). Work = a C_FIXUP record's end minus its flag wait's "
-             "end, in SM cycles at the launch's in-kernel clock; simulated = the shipped SM90 model at that clock.",
-             "", f"Derived per-SM rates (median over the {len(rates['launches'])} launches with splits): stores **{rates['store_bytes_per_clk_per_sm']} B/clk/SM**, loads "
-             f"**{rates['load_bytes_per_clk_per_sm']} B/clk/SM**.", "",
-             "| launch | clock GHz | kernel us meas / sim | op | records | work cycles meas | sim | B/SM | meas B/clk/SM |",
-             "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+def markdown(rows: list[dict], rates: dict[int, dict], command: str, raw_dir: str) -> str:
+    gpu = sorted({(r["gpu_command"], r["device"], r["driver"], r["dsl_version"], r["date"]) for r in rows},
+                 key=lambda g: g[4] or "")
+    lines = ["# The SM90 twin's stream-K / split-K fixup, traced", "",
+             f"Written by `{command}` from the raw dumps in `{raw_dir}`. GPU runs: "
+             + "; ".join(f"`{c}` ({d}, driver {drv}, CuTe DSL {v}, {t})" for c, d, drv, v, t in gpu)
+             + ". Work = a C_FIXUP record's end minus its flag wait's end, in SM cycles at the launch's in-kernel "
+             "clock; simulated = the shipped SM90 model at that clock (on the H200's constants, whatever GPU ran "
+             "the launch).", ""]
+    for vec, r in sorted(rates.items()):
+        lines.append(f"Derived per-SM rates, fixup_vec={vec} ({4 * vec} B per thread per access; median over "
+                     f"the {len(r['launches'])} launches with splits, on {', '.join(r['devices'])}): stores "
+                     f"**{r['store_bytes_per_clk_per_sm']} B/clk/SM**, loads **{r['load_bytes_per_clk_per_sm']} "
+                     "B/clk/SM**.")
+    lines += ["", "| launch | GPU | clock GHz | kernel us meas / sim | op | records | work cycles meas | sim | B/SM | "
+              "meas B/clk/SM |", "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         for op, o in r["ops"].items():
-            lines.append(f"| {r['config']} {r['problem']} | {r['clock_ghz']:.3f} | {r['kernel_us_measured']:.1f} / "
-                         f"{r['kernel_us_simulated']:.1f} | {op} | {o['records']} | {o['measured_work_cycles_median']:.0f} | "
-                         f"{o['simulated_work_cycles_median']} | {o['bytes_per_sm']} | {o['measured_bytes_per_clk_per_sm']:.1f} |")
-    return "\n".join(lines) + "\n"
+            sim_us = "-" if r["kernel_us_simulated"] is None else f"{r['kernel_us_simulated']:.1f}"
+            lines.append(f"| {r['config']} {r['problem']} | {r['device']} | {r['clock_ghz']:.3f} | "
+                         f"{r['kernel_us_measured']:.1f} / {sim_us} | {op} | {o['records']} | "
+                         f"{o['measured_work_cycles_median']:.0f} | {_or_dash(o['simulated_work_cycles_median'])} | "
+                         f"{o['bytes_per_sm']} | {o['measured_bytes_per_clk_per_sm']:.1f} |")
+    refused = sorted({r["model_refuses"] for r in rows if r["model_refuses"]})
+    if refused:
+        lines += ["", "Not simulated (sim `-`): the SM90 model refuses them: " + "; ".join(refused) + "."]
+    return "\n".join(lines + vec_pairs(rows)) + "\n"
+
+
+def vec_pairs(rows: list[dict]) -> list[str]:
+    """Launches traced with both fixups (same config but ``_fv4``, same problem and device): per op, the
+    16-byte fixup's median work cycles over the one-word fixup's."""
+    one = {(r["config"], r["problem"], r["device"]): r for r in rows if r["fixup_vec"] == 1}
+    out = []
+    for r4 in rows:
+        r1 = one.get((r4["config"].replace("_fv4", ""), r4["problem"], r4["device"])) if r4["fixup_vec"] == 4 else None
+        if r1 is None:
+            continue
+        if not out:
+            out = ["", "The same launch with both fixups (fixup_vec 4 over 1; below 1: the 16-byte fixup is faster):", "",
+                   "| launch | GPU | kernel us 1 / 4 | op | work cycles 1 / 4 | 4 / 1 |", "| --- | --- | ---: | --- | ---: | ---: |"]
+        for op, o4 in r4["ops"].items():
+            o1 = r1["ops"].get(op)
+            if o1:
+                w1, w4 = o1["measured_work_cycles_median"], o4["measured_work_cycles_median"]
+                out.append(f"| {r1['config']} {r1['problem']} | {r1['device']} | {r1['kernel_us_measured']:.1f} / "
+                           f"{r4['kernel_us_measured']:.1f} | {op} | {w1:.0f} / {w4:.0f} | {w4 / w1:.2f} |")
+    return out
+
+
+def _or_dash(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository where it lies in it."""
+    try:
+        return str(path.resolve().relative_to(RESULTS.parent.parent))
+    except ValueError:
+        return str(path)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.fixup_traces", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--raw", default=str(RAW_DIR), help="folder of raw_*.npz dumps (default: %(default)s)")
-    ap.add_argument("--out", default=None, help="write h200_fixup_traces.{md,json} here")
+    ap.add_argument("--out", default=None, help="write NAME.{md,json} here")
+    ap.add_argument("--name", default="h200_fixup_traces", help="the written files' name (default: %(default)s)")
     a = ap.parse_args(argv)
     raws = sorted(Path(a.raw).glob("raw_*.npz"))
     if not raws:
         print(f"python -m validation.fixup_traces: no raw_*.npz in {a.raw}", file=sys.stderr)
         return 2
     rows = [compare(p) for p in raws]
-    rates = derived_rates(rows)
-    command = "python -m validation.fixup_traces" + (f" --out {a.out}" if a.out else "")
-    text = markdown(rows, rates, command)
+    rates = {vec: derived_rates(rows, vec) for vec in sorted({r["fixup_vec"] for r in rows})}
+    command = "python -m validation.fixup_traces" + "".join(
+        f" {flag} {v}" for flag, v, default in (("--raw", a.raw, str(RAW_DIR)), ("--out", a.out, None),
+                                                  ("--name", a.name, "h200_fixup_traces")) if v != default)
+    text = markdown(rows, rates, command, _shown(Path(a.raw)))
     print(text)
     if a.out:
         out = Path(a.out)
-        (out / "h200_fixup_traces.md").write_text(text)
-        (out / "h200_fixup_traces.json").write_text(json.dumps(
-            {"command": command, **rates, "launches": rows}, indent=1))
+        (out / f"{a.name}.md").write_text(text)
+        (out / f"{a.name}.json").write_text(json.dumps(
+            {"command": command, **rates.get(1, {}), "by_fixup_vec": {str(v): r for v, r in rates.items()},
+             "launches": rows}, indent=1))
     return 0
 
 
