@@ -77,3 +77,23 @@ def test_a_measured_config_the_model_lacks_is_refused_by_name():
     assert sim_config_from_measured({**meta, "config": {**cfg, "fixup_vec": 1}}).splits == 8
     with pytest.raises(ConfigError, match=r"\['fixup_vec'\] \(fixup_vec=4\): not in the SM90 model's hardware fields"):
         sim_config_from_measured({**meta, "config": {**cfg, "fixup_vec": 4}})
+
+
+def test_fixup_contention_counts_other_sms_loading_during_each_record():
+    """Every first-warpgroup fixup record of a committed trace is counted once, its loaders are other SMs
+    (between 0 and 131 of 132) and its quiet/busy split adds up; the split-K 8 launch at 512x512x32768 stores
+    while no SM loads (its stores come after every unit's mainloop)."""
+    pytest.importorskip("simpy")
+    from validation.fixup_contention import BUSY, QUIET, record_rates, summarise
+    from validation.fixup_traces import load_raw, measured_ops
+
+    raw = RAW / "raw_128x128x64_c1x1_rm_sw1_e32_ds8_trace-tile_fp16_512x512x32768.npz"
+    meta, recs = record_rates(raw)
+    ops = measured_ops(*load_raw(raw))
+    for op, o in ops.items():
+        assert 2 * sum(1 for k, _, _ in recs if k == op) == o["records"]      # both warpgroups, one counted
+    assert all(0.0 <= lo <= 131.0 + 1e-9 and rate > 0 for _, lo, rate in recs)
+    rows = summarise([raw])
+    store = next(r for r in rows if r["op"] == "fixup_store")
+    assert store["loaders_median"] < QUIET and store["quiet_records"] + store["busy_records"] <= store["records"]
+    assert QUIET < BUSY

@@ -1,0 +1,131 @@
+"""How fast the twin's fixup moves its partials against how many other SMs are loading their mainloop
+operands at the same time, from the committed C_FIXUP traces (no GPU).
+
+    python -m validation.fixup_contention [--out validation/results]
+
+For each fixup record of a CTA's first consumer warpgroup (both warpgroups do theirs at once), the work
+interval (its flag wait's end to its end) is set against every other SM's MainloopLoad tile spans:
+``loaders`` is the number of other SMs loading, averaged over the interval (the sum of their overlap
+fractions). The per-SM rate is :func:`validation.fixup_traces.measured_ops`'s: bytes over the work less the
+model's fixed part. Records are grouped as ``quiet`` (fewer than :data:`QUIET` loaders) or ``busy`` (at
+least :data:`BUSY`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from validation.fixup_traces import OPS, RAW_DIR, RESULTS, SLICES_PER_SM, fixed_cycles, load_raw
+
+#: Raw dump folders read: the H200 traces and the H100 pair traces.
+RAW_DIRS = (RAW_DIR, RESULTS / "fixup_traces_h100")
+#: Fewer other SMs loading than this: a quiet record; at least BUSY: a busy one.
+QUIET, BUSY = 8.0, 100.0
+
+
+def record_rates(raw: Path) -> tuple[dict, list[tuple[str, float, float]]]:
+    """A dump's metadata and, per first-warpgroup fixup record, (op, loaders, bytes/clk/SM)."""
+    meta, tr, clk = load_raw(raw)
+    c = tr.columns()
+    kind, role, sm = np.asarray(c["kind"]), np.asarray(c["role"]), np.asarray(c["sm"])
+    start, end = np.asarray(c["start_ns"], float), np.asarray(c["end_ns"], float)
+    ident = list(zip(np.asarray(c["cta"]), role, np.asarray(c["tile_m"]), np.asarray(c["tile_n"]), strict=True))
+    waits: dict = {}
+    for i in np.nonzero((kind == "wait") & (np.asarray(c["barrier"]) == "fixup"))[0]:
+        waits.setdefault(ident[i], []).append((start[i], end[i]))
+    ld = np.nonzero((kind == "tile") & (role == "MainloopLoad"))[0]
+    cfg = meta["config"]
+    slice_bytes = cfg["tile_m"] // 2 * cfg["tile_n"] * 4
+    fixed = fixed_cycles()
+    out = []
+    for i in np.nonzero(np.isin(kind, OPS) & (role == "Consumer0"))[0]:
+        t0 = max([start[i], *(e for s, e in waits.get(ident[i], ()) if s >= start[i] - 1e-6 and e <= end[i] + 1e-6)])
+        t1 = end[i]
+        if t1 <= t0:
+            continue
+        overlap = np.clip(np.minimum(end[ld], t1) - np.maximum(start[ld], t0), 0.0, None) / (t1 - t0)
+        loaders = float(overlap[sm[ld] != sm[i]].sum())
+        cycles = (t1 - t0) * clk
+        out.append((str(kind[i]), loaders, SLICES_PER_SM[kind[i]] * slice_bytes / max(cycles - fixed, 1.0)))
+    return meta, out
+
+
+def summarise(raws: list[Path]) -> list[dict]:
+    """Per launch and op: records, median loaders, median rate of all, quiet and busy records."""
+    rows = []
+    for raw in raws:
+        meta, recs = record_rates(raw)
+        for op in OPS:
+            sel = [(lo, r) for k, lo, r in recs if k == op]
+            if not sel:
+                continue
+            lo = np.array([x[0] for x in sel])
+            rate = np.array([x[1] for x in sel])
+
+            def med(mask, rate=rate):
+                return round(float(np.median(rate[mask])), 1) if mask.any() else None
+            rows.append({"launch": f"{meta['config_name']} {'x'.join(str(meta['problem'][d]) for d in 'mnk')}",
+                         "device": meta.get("device"), "op": op, "records": len(sel),
+                         "loaders_median": round(float(np.median(lo)), 1), "rate_median": med(lo >= 0),
+                         "quiet_records": int((lo < QUIET).sum()), "rate_quiet": med(lo < QUIET),
+                         "busy_records": int((lo >= BUSY).sum()), "rate_busy": med(lo >= BUSY)})
+    return rows
+
+
+def markdown(rows: list[dict], command: str) -> str:
+    lines = ["# The twin's fixup rate against concurrent mainloop loads (from the committed traces)", "",
+             f"Written by `{command}` from the raw dumps in "
+             + ", ".join(f"`{d.relative_to(RESULTS.parent.parent)}`" for d in RAW_DIRS)
+             + f". Per fixup record of a CTA's first consumer warpgroup: loaders = other SMs in a MainloopLoad tile "
+             f"span during its work (averaged over it); rate = bytes per SM over the work less the model's fixed "
+             f"part, B/clk/SM; quiet: loaders < {QUIET:g}, busy: loaders >= {BUSY:g}.", "",
+             "| launch | GPU | op | records | loaders (median) | rate | quiet: records, rate | busy: records, rate |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        q = f"{r['quiet_records']}, {r['rate_quiet']}" if r["quiet_records"] else "0, -"
+        b = f"{r['busy_records']}, {r['rate_busy']}" if r["busy_records"] else "0, -"
+        lines.append(f"| {r['launch']} | {r['device']} | {r['op']} | {r['records']} | {r['loaders_median']} | "
+                     f"{r['rate_median']} | {q} | {b} |")
+    for op in OPS:
+        for dev in sorted({r["device"] for r in rows}):
+            quiet = [r["rate_quiet"] for r in rows if r["op"] == op and r["device"] == dev and r["rate_quiet"]]
+            busy = [r["rate_busy"] for r in rows if r["op"] == op and r["device"] == dev and r["rate_busy"]]
+            if quiet or busy:
+                lines.append("")
+                lines.append(f"{op} on the {dev}: quiet launches {_span(quiet)} B/clk/SM, busy launches "
+                             f"{_span(busy)} (launch medians).")
+    return "\n".join(lines) + "\n"
+
+
+def _span(vals: list[float]) -> str:
+    return "-" if not vals else (f"{min(vals):g}" if len(vals) == 1 else f"{min(vals):g}-{max(vals):g}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.fixup_contention", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=None, help="write fixup_contention.{md,json} here")
+    a = ap.parse_args(argv)
+    raws = sorted(p for d in RAW_DIRS for p in d.glob("raw_*.npz"))
+    if not raws:
+        print("python -m validation.fixup_contention: no raw_*.npz in " + ", ".join(map(str, RAW_DIRS)), file=sys.stderr)
+        return 2
+    rows = summarise(raws)
+    command = "python -m validation.fixup_contention" + (f" --out {a.out}" if a.out else "")
+    text = markdown(rows, command)
+    print(text, end="")
+    if a.out:
+        out = Path(a.out)
+        (out / "fixup_contention.md").write_text(text)
+        (out / "fixup_contention.json").write_text(json.dumps({"command": command, "quiet": QUIET, "busy": BUSY,
+                                                               "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
