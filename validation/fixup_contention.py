@@ -20,7 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.fixup_traces import OPS, RAW_DIR, RESULTS, SLICES_PER_SM, fixed_cycles, load_raw
+from validation.fixup_traces import (
+    OPS,
+    RAW_DIR,
+    RESULTS,
+    fixed_cycles,
+    load_raw,
+    slice_bytes,
+    sm_rate,
+    work_intervals,
+)
 
 #: Raw dump folders read: the H200 traces and the H100 pair traces.
 RAW_DIRS = (RAW_DIR, RESULTS / "fixup_traces_h100")
@@ -34,24 +43,16 @@ def record_rates(raw: Path) -> tuple[dict, list[tuple[str, float, float]]]:
     c = tr.columns()
     kind, role, sm = np.asarray(c["kind"]), np.asarray(c["role"]), np.asarray(c["sm"])
     start, end = np.asarray(c["start_ns"], float), np.asarray(c["end_ns"], float)
-    ident = list(zip(np.asarray(c["cta"]), role, np.asarray(c["tile_m"]), np.asarray(c["tile_n"]), strict=True))
-    waits: dict = {}
-    for i in np.nonzero((kind == "wait") & (np.asarray(c["barrier"]) == "fixup"))[0]:
-        waits.setdefault(ident[i], []).append((start[i], end[i]))
     ld = np.nonzero((kind == "tile") & (role == "MainloopLoad"))[0]
-    cfg = meta["config"]
-    slice_bytes = cfg["tile_m"] // 2 * cfg["tile_n"] * 4
-    fixed = fixed_cycles()
+    slice_b, fixed = slice_bytes(meta), fixed_cycles()
     out = []
-    for i in np.nonzero(np.isin(kind, OPS) & (role == "Consumer0"))[0]:
-        t0 = max([start[i], *(e for s, e in waits.get(ident[i], ()) if s >= start[i] - 1e-6 and e <= end[i] + 1e-6)])
-        t1 = end[i]
-        if t1 <= t0:
-            continue
-        overlap = np.clip(np.minimum(end[ld], t1) - np.maximum(start[ld], t0), 0.0, None) / (t1 - t0)
-        loaders = float(overlap[sm[ld] != sm[i]].sum())
-        cycles = (t1 - t0) * clk
-        out.append((str(kind[i]), loaders, SLICES_PER_SM[kind[i]] * slice_bytes / max(cycles - fixed, 1.0)))
+    for op, recs in work_intervals(tr).items():
+        for i, t0, t1 in recs:
+            if role[i] != "Consumer0" or t1 <= t0:
+                continue
+            overlap = np.clip(np.minimum(end[ld], t1) - np.maximum(start[ld], t0), 0.0, None) / (t1 - t0)
+            loaders = float(overlap[sm[ld] != sm[i]].sum())
+            out.append((op, loaders, sm_rate(op, slice_b, (t1 - t0) * clk, fixed)))
     return meta, out
 
 

@@ -33,9 +33,10 @@ OPS = ("fixup_store", "fixup_reduce", "fixup_load")
 SLICES_PER_SM = {"fixup_store": 2, "fixup_reduce": 4, "fixup_load": 2}
 
 
-def op_work_cycles(trace, clock_ghz: float) -> dict[str, list[float]]:
-    """Per fixup op kind, the cycles of each record's work: its span minus the flag wait inside it (the
-    wait of the same CTA, role and tile that lies within the span)."""
+def work_intervals(trace) -> dict[str, list[tuple[int, float, float]]]:
+    """Per fixup op kind, each record's (index, work start ns, end ns): the work starts at the end of the flag
+    wait inside the record (the wait of the same CTA, role and tile that lies within its span), else at its
+    start."""
     c = trace.columns()
     kind = np.asarray(c["kind"])
     bar = np.asarray(c["barrier"])
@@ -45,13 +46,27 @@ def op_work_cycles(trace, clock_ghz: float) -> dict[str, list[float]]:
     waits: dict = {}
     for i in np.nonzero((kind == "wait") & (bar == "fixup"))[0]:
         waits.setdefault(ident[i], []).append((start[i], end[i]))
-    out: dict[str, list[float]] = {op: [] for op in OPS}
+    out: dict[str, list[tuple[int, float, float]]] = {op: [] for op in OPS}
     for op in OPS:
         for i in np.nonzero(kind == op)[0]:
             inside = [e for s, e in waits.get(ident[i], ()) if s >= start[i] - 1e-6 and e <= end[i] + 1e-6]
-            t0 = max([start[i], *inside])
-            out[op].append((end[i] - t0) * clock_ghz)
+            out[op].append((int(i), max([start[i], *inside]), float(end[i])))
     return out
+
+
+def op_work_cycles(trace, clock_ghz: float) -> dict[str, list[float]]:
+    """Per fixup op kind, the cycles of each record's work (:func:`work_intervals`)."""
+    return {op: [(t1 - t0) * clock_ghz for _, t0, t1 in recs] for op, recs in work_intervals(trace).items()}
+
+
+def slice_bytes(meta: dict) -> int:
+    """The partial accumulators of one consumer warpgroup of a dump's config: 64 x tile_n float32."""
+    return meta["config"]["tile_m"] // 2 * meta["config"]["tile_n"] * 4
+
+
+def sm_rate(op: str, slice_b: int, work_cycles: float, fixed: float) -> float:
+    """Bytes one SM moves in an ``op`` (both warpgroups) over its work cycles less the model's fixed part."""
+    return SLICES_PER_SM[op] * slice_b / max(work_cycles - fixed, 1.0)
 
 
 def fixed_cycles() -> float:
@@ -73,16 +88,15 @@ def load_raw(raw: Path) -> tuple[dict, object, float]:
 def measured_ops(meta: dict, trace, clock_ghz: float) -> dict[str, dict]:
     """Per op kind in a measured trace: its records, the median work cycles, the bytes one SM moves and
     the per-SM rate (bytes over the median work less :func:`fixed_cycles`)."""
-    cfg = meta["config"]
-    slice_bytes = cfg["tile_m"] // 2 * cfg["tile_n"] * 4            # 64 x tile_n float32 partials
+    slice_b = slice_bytes(meta)
     fixed = fixed_cycles()
     ops = {}
     for op, work in op_work_cycles(trace, clock_ghz).items():
         if work:
             med = statistics.median(work)
-            nbytes = SLICES_PER_SM[op] * slice_bytes
-            ops[op] = {"records": len(work), "measured_work_cycles_median": round(med, 1), "bytes_per_sm": nbytes,
-                       "measured_bytes_per_clk_per_sm": nbytes / max(med - fixed, 1.0)}
+            ops[op] = {"records": len(work), "measured_work_cycles_median": round(med, 1),
+                       "bytes_per_sm": SLICES_PER_SM[op] * slice_b,
+                       "measured_bytes_per_clk_per_sm": sm_rate(op, slice_b, med, fixed)}
     return ops
 
 
