@@ -267,18 +267,24 @@ def test_small_m_dry_run_publishes_its_own_file(tmp_path, capsys):
     assert md.count("\n| 64x8192x4096 |") == 1
 
 
-def test_streamk_nd_plan_is_the_streamk_schedulers_candidates_with_atomic_reduction():
-    from validation.campaign import STREAMK_SHAPES, check_plan, plan, streamk_configs, streamk_nd_configs
+@pytest.mark.parametrize("phase, field, value, suffix", [("streamk_nd", "reduction", "nondeterministic", "_nd"),
+                                                         ("streamk_fv4", "fixup_vec", 4, "_fv4")])
+def test_streamk_variant_plans_are_the_streamk_schedulers_candidates_with_one_field_changed(phase, field, value,
+                                                                                             suffix):
+    """``streamk_nd`` (the nondeterministic reduction) and ``streamk_fv4`` (the 16-byte fixup): the ``streamk``
+    phase's stream-K scheduler candidates with ``field`` set to ``value``, named with ``suffix``."""
+    from validation import campaign
+    from validation.campaign import STREAMK_SHAPES, check_plan, plan, streamk_configs
     p = plan()
-    cfgs = p["streamk_nd"]["configs"]
-    assert p["streamk_nd"]["shapes"] == STREAMK_SHAPES and cfgs == streamk_nd_configs()
+    cfgs = p[phase]["configs"]
+    assert p[phase]["shapes"] == STREAMK_SHAPES and cfgs == getattr(campaign, f"{phase}_configs")()
     det = [c for c in streamk_configs() if c.decomposition != "data_parallel"]
     assert len(cfgs) == len(det) == 160
-    assert [replace(c, reduction="deterministic") for c in cfgs] == det
-    assert all(c.reduction == "nondeterministic" and c.name().endswith("_nd_trace-span") for c in cfgs)
+    assert [replace(c, **{field: getattr(KernelConfig(), field)}) for c in cfgs] == det
+    assert all(getattr(c, field) == value and c.name().endswith(f"{suffix}_trace-span") for c in cfgs)
     assert all(KernelConfig.from_name(c.name().removesuffix("_trace-span")) == replace(c, instrument=0) for c in cfgs)
-    # one compile per tile and cluster: every decomposition shares the stream-K kernel of its reduction
-    assert len(check_plan({"streamk_nd": p["streamk_nd"]})["fp16"]) == 16
+    # one compile per tile and cluster: every decomposition shares the stream-K kernel of its variant
+    assert len(check_plan({phase: p[phase]})["fp16"]) == 16
 
 
 def test_streamk_nd_dry_run_publishes_its_own_file_and_scores_as_a_data_set(tmp_path):
@@ -299,19 +305,6 @@ def test_streamk_nd_dry_run_publishes_its_own_file_and_scores_as_a_data_set(tmp_
     assert {r["fields"]["reduction"] for r in rows if r["fields"]} == {"nondeterministic"}
     ds = DATASETS["h200-streamk-nd"](pub)          # the data set of these rows; a dry run is never scored
     assert ds.name == "h200-streamk-nd" and not ds.rows and "dry-run" in ds.skipped[0]
-
-
-def test_streamk_fv4_plan_is_the_streamk_schedulers_candidates_with_the_16_byte_fixup():
-    from validation.campaign import STREAMK_SHAPES, check_plan, plan, streamk_configs, streamk_fv4_configs
-    p = plan()
-    cfgs = p["streamk_fv4"]["configs"]
-    assert p["streamk_fv4"]["shapes"] == STREAMK_SHAPES and cfgs == streamk_fv4_configs()
-    det = [c for c in streamk_configs() if c.decomposition != "data_parallel"]
-    assert len(cfgs) == len(det) == 160 and [replace(c, fixup_vec=1) for c in cfgs] == det
-    assert all(c.fixup_vec == 4 and c.name().endswith("_fv4_trace-span") for c in cfgs)
-    assert all(KernelConfig.from_name(c.name().removesuffix("_trace-span")) == replace(c, instrument=0) for c in cfgs)
-    # one compile per tile and cluster, as the one-word fixup's
-    assert len(check_plan({"streamk_fv4": p["streamk_fv4"]})["fp16"]) == 16
 
 
 def test_streamk_fv4_dry_run_publishes_its_own_file_named_by_the_gpu(tmp_path):

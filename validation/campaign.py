@@ -1211,25 +1211,27 @@ def small_m_markdown(pub: dict) -> str:
                          "rasters M and N.", kinds, "`_pp`: ping-pong, the leading MxN the CTA tile")
 
 
+#: The stream-K scheduler phases' summary columns: (kind, predicate on the config name).
+STREAMK_SCHEDULER_KINDS = (("(all)", lambda c: True), ("stream-K or heuristic", lambda c: "_dsk" in c or "_dh" in c),
+                           ("split-K", lambda c: "_ds" in c and "_dsk" not in c))
+
+
 def streamk_nd_markdown(pub: dict) -> str:
     """The ``streamk_nd`` phase's summary: our best nondeterministic-reduction candidate of each kind (all,
     stream-K or heuristic, split-K) against cuBLAS."""
-    kinds = (("(all)", lambda c: True), ("stream-K or heuristic", lambda c: "_dsk" in c or "_dh" in c),
-             ("split-K", lambda c: "_ds" in c and "_dsk" not in c))
     return _best_by_kind(pub, "H200 stream-K / split-K campaign, nondeterministic reduction",
                          " Cooperative tiles, max swizzle 1, every cluster and raster of the streamk phase; middle "
-                         "splits add with red.global.add.f32 (no turn order).", kinds,
+                         "splits add with red.global.add.f32 (no turn order).", STREAMK_SCHEDULER_KINDS,
                          "`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_nd` the nondeterministic reduction")
 
 
 def streamk_fv4_markdown(pub: dict) -> str:
     """The ``streamk_fv4`` phase's summary: our best 16-byte-fixup candidate of each kind (all, stream-K or
     heuristic, split-K) against cuBLAS."""
-    kinds = (("(all)", lambda c: True), ("stream-K or heuristic", lambda c: "_dsk" in c or "_dh" in c),
-             ("split-K", lambda c: "_ds" in c and "_dsk" not in c))
     return _best_by_kind(pub, f"{gpu_tag(pub['env']).upper()} stream-K / split-K campaign, 16-byte fixup",
                          " Cooperative tiles, max swizzle 1, every cluster and raster of the streamk phase, deterministic "
-                         "reduction; the fixup moves 16 B per thread per access (ld.global.cg.v4 / st.global.v4).", kinds,
+                         "reduction; the fixup moves 16 B per thread per access (ld.global.cg.v4 / st.global.v4).",
+                         STREAMK_SCHEDULER_KINDS,
                          "`_dh` heuristic, `_dsk` stream-K, `_ds<N>` split-K by N, `_fv4` the 16-byte fixup")
 
 
