@@ -25,7 +25,7 @@ from .wgmma_cuda import cuda_source
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 ARCH_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a",)
 #: Kernel modules: name -> source (a file of cuda/, or a callable returning generated source).
-STATIC_MODULES = ("util", "tma", "epilogue", "sync", "cluster", "power", "l2share")
+STATIC_MODULES = ("util", "tma", "epilogue", "sync", "cluster", "power", "l2share", "fixup_l2")
 GENERATED_MODULES = ("wgmma_f16", "wgmma_bf16", "mainloop_f16")
 
 

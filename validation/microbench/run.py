@@ -27,7 +27,8 @@ from pathlib import Path
 #: the mainloop's pace per tile N, one SM against 132 in every cluster shape; v3d: small-M problems whose
 #: B streams from HBM on part of the chip, and B streams at their row pitches and SM counts; v3e: zero fill
 #: against the SMs filling at once; v3f: the mainloop with and without TMA traffic during its math; v3g: zero fill at other
-#: zero fractions and wholly past the tensor; v3h: the mainloop at a misaligned row pitch in every cluster shape).
+#: zero fractions and wholly past the tensor; v3h: the mainloop at a misaligned row pitch in every cluster shape;
+#: v3i: the stream-K fixup's workspace accesses against other SMs' TMA loads).
 #: Order: cheapest first.
 SUITES = {"v2": {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue": 90, "tma": 120},
           "v3": {"clock": 20, "l2share": 50, "mainloop": 60, "mainloop_cluster": 50},
@@ -37,7 +38,8 @@ SUITES = {"v2": {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue"
           "v3e": {"clock": 20, "zero_fill_scaling": 40, "mainloop_zero_fill": 40},
           "v3f": {"clock": 20, "mainloop_operand": 60},
           "v3g": {"clock": 20, "zero_fill_fraction": 60},
-          "v3h": {"clock": 20, "mainloop_pitch": 60}}
+          "v3h": {"clock": 20, "mainloop_pitch": 60},
+          "v3i": {"clock": 20, "fixup_l2": 90}}
 FAMILIES = {f: s for suite in SUITES.values() for f, s in suite.items()}
 
 
