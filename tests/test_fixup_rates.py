@@ -1,48 +1,62 @@
 """The workspace rates of the stream-K fixup: how the issue time is composed, and the SM90 twin's
-rates re-derived from the committed traces of its C_FIXUP records."""
+rate curves re-derived from the committed traces of its C_FIXUP records."""
 
-import statistics
 from pathlib import Path
 
 import pytest
 
-from simulator.kernels.fixup import WORKSPACE_BYTES_PER_CLK, WorkspaceRates
-from simulator.kernels.sm90_tma_ws import SM90_WORKSPACE_LOAD, SM90_WORKSPACE_RATES, SM90_WORKSPACE_STORE
+from simulator.kernels.fixup import WORKSPACE_BYTES_PER_CLK, RateCurve, WorkspaceRates
+from simulator.kernels.sm90_tma_ws import (
+    SM90_WORKSPACE_LOAD,
+    SM90_WORKSPACE_RATES,
+    SM90_WORKSPACE_REDUCE,
+    SM90_WORKSPACE_STORE,
+)
 from simulator.machine.constants import Constant
 
 RAW = Path(__file__).resolve().parents[1] / "validation" / "results" / "fixup_traces"
 
 
-def test_issue_cycles_store_load_and_read_modify_write():
-    st = Constant("s", 20.0, "B/clk/SM", "test", "estimate")
-    ld = Constant("l", 80.0, "B/clk/SM", "test", "estimate")
-    rmw = WorkspaceRates(st, ld, read_modify_write=True)
-    assert rmw.issue_cycles(8000, final=True, middle=False) == 100.0       # the final split reads
-    assert rmw.issue_cycles(8000, final=False, middle=False) == 400.0      # the first split stores
-    assert rmw.issue_cycles(8000, final=False, middle=True) == 500.0       # a middle split reads and writes
-    atomics = WorkspaceRates(st, ld)
-    assert atomics.issue_cycles(8000, final=False, middle=True) == 400.0   # red.global.add: one pass
+def _k(name: str, value: float) -> Constant:
+    return Constant(name, value, "B/clk/SM", "test", "estimate")
+
+
+def test_a_rate_curve_is_linear_between_its_points_and_flat_past_them():
+    c = RateCurve(((0, _k("q", 40.0)), (100, _k("b", 20.0))))
+    assert (c.at(0), c.at(50), c.at(100), c.at(-3), c.at(132)) == (40.0, 30.0, 20.0, 40.0, 20.0)
+    assert c.contended and not RateCurve.flat(_k("f", 9.0)).contended
+    assert RateCurve.flat(_k("f", 9.0)).at(77) == 9.0
+
+
+def test_issue_cycles_pick_the_op_s_curve_at_the_sms_loading():
+    st, ld = RateCurve.flat(_k("s", 20.0)), RateCurve.flat(_k("l", 80.0))
+    rmw = RateCurve(((0, _k("r0", 50.0)), (100, _k("r1", 25.0))))
+    rates = WorkspaceRates(st, ld, reduce=rmw)
+    assert rates.issue_cycles(8000, final=True, middle=False) == 100.0        # the final split reads
+    assert rates.issue_cycles(8000, final=False, middle=False) == 400.0       # the first split stores
+    assert rates.issue_cycles(8000, final=False, middle=True) == 320.0        # deterministic: read-add-write
+    assert rates.issue_cycles(8000, final=False, middle=True, loading=100) == 640.0
+    assert rates.issue_cycles(8000, final=False, middle=True, deterministic=False) == 400.0   # red: store rate
+    assert rates.contended and not WorkspaceRates().contended
     assert WorkspaceRates().constants() == (WORKSPACE_BYTES_PER_CLK,)
-    assert rmw.constants() == (st, ld)
+    assert [c.name for c in rates.constants()] == ["s", "l", "r0", "r1"]
 
 
-def test_sm90_rates_are_the_traces_medians():
-    """The SM90 constants equal what validation.fixup_traces derives from the committed raw dumps."""
+def test_sm90_rate_curves_are_the_pooled_trace_points():
+    """The SM90 curves' points equal what validation.fixup_contention derives from the committed raw dumps
+    (the H200's records pooled: quiet and busy medians), and each falls as more SMs load."""
     pytest.importorskip("simpy")
-    from validation.fixup_traces import load_raw, measured_ops
+    from validation.fixup_contention import curves
 
     raws = sorted(RAW.glob("raw_*.npz"))
     assert raws, "no committed fixup traces"
-    rates = {"fixup_store": [], "fixup_load": []}
-    for p in raws:
-        ops = measured_ops(*load_raw(p))
-        for op in rates:
-            if op in ops:
-                rates[op].append(ops[op]["measured_bytes_per_clk_per_sm"])
-    assert len(rates["fixup_store"]) == len(rates["fixup_load"]) == 6      # the six launches with splits
-    assert round(statistics.median(rates["fixup_store"]), 1) == SM90_WORKSPACE_STORE.value
-    assert round(statistics.median(rates["fixup_load"]), 1) == SM90_WORKSPACE_LOAD.value
-    assert SM90_WORKSPACE_RATES.read_modify_write
+    cur = curves(raws)["NVIDIA H200"]
+    for op, curve in (("fixup_store", SM90_WORKSPACE_STORE), ("fixup_load", SM90_WORKSPACE_LOAD),
+                      ("fixup_reduce", SM90_WORKSPACE_REDUCE)):
+        pts = [(round(cur[op][w]["loaders"]), cur[op][w]["rate"]) for w in ("quiet", "busy")]
+        assert [(n, c.value) for n, c in curve.points] == pts
+        assert curve.at(0) > curve.at(132)
+    assert SM90_WORKSPACE_RATES.reduce is SM90_WORKSPACE_REDUCE and SM90_WORKSPACE_RATES.red is None
 
 
 def test_the_16_byte_fixup_traces_pair_with_the_one_word_ones_and_are_not_simulated_as_them():

@@ -307,3 +307,18 @@ def test_64_row_cooperative_split_k_runs_one_consumer_and_its_fixup():
     assert dead.deadlock is not None
     assert {(b.role, b.pipeline, b.cluster) for b in dead.deadlock.blocked if b.pipeline == "fixup"} == {
         ("Consumer0", "fixup", 1)}
+
+
+def test_sm90_warpgroups_share_the_sm_s_workspace_rate_at_once():
+    """Both consumer warpgroups store their 64 x 64 fp32 partial at once, each at half the SM's rate: each
+    fixup_store span lasts two slices over the quiet store rate (no other SM is inside a tile's loads by then)
+    plus the fence's round trip, the second warpgroup's as long as the first's (not queued behind it)."""
+    from simulator.kernels.sm90_tma_ws import SM90_WORKSPACE_STORE
+
+    cfg, arch = _tiny(True)
+    res = simulate(cfg, arch, trace=True)
+    stores = sorted((s for s in res.trace.spans() if s.kind == "fixup_store"), key=lambda s: s.role)
+    assert [(s.role, s.cluster) for s in stores] == [("Consumer0", 0), ("Consumer1", 0)]
+    slice_bytes = 64 * 64 * 4
+    expected = 2 * slice_bytes / SM90_WORKSPACE_STORE.at(0) + arch.l2_latency_cycles.value
+    assert [s.end_cycle - s.start_cycle for s in stores] == pytest.approx([expected, expected])

@@ -78,7 +78,42 @@ def summarise(raws: list[Path]) -> list[dict]:
     return rows
 
 
-def markdown(rows: list[dict], command: str) -> str:
+def curves(raws: list[Path]) -> dict:
+    """Per device and op, every record pooled: the quiet and the busy records' median loaders and median
+    rate (the two points of the SM90 model's workspace rate curves), and how many records each has."""
+    pooled: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for raw in raws:
+        meta, recs = record_rates(raw)
+        dev = pooled.setdefault(meta.get("device"), {})
+        for op, lo, r in recs:
+            dev.setdefault(op, []).append((lo, r))
+    out: dict = {}
+    for dev, ops in pooled.items():
+        for op, sel in ops.items():
+            lo = np.array([x[0] for x in sel])
+            rate = np.array([x[1] for x in sel])
+            pts = {}
+            for name, mask in (("quiet", lo < QUIET), ("busy", lo >= BUSY)):
+                if mask.any():
+                    pts[name] = {"records": int(mask.sum()), "loaders": round(float(np.median(lo[mask])), 1),
+                                 "rate": round(float(np.median(rate[mask])), 1)}
+            out.setdefault(dev, {})[op] = pts
+    return out
+
+
+def _curve_lines(cur: dict) -> list[str]:
+    lines = ["", "## Pooled over every launch of a GPU (the SM90 model's workspace rate curves)", "",
+             "| GPU | op | quiet: records, loaders, rate | busy: records, loaders, rate |", "| --- | --- | ---: | ---: |"]
+    for dev in sorted(cur):
+        for op in OPS:
+            pts = cur[dev].get(op, {})
+            cells = [f"{p['records']}, {p['loaders']:g}, {p['rate']:g}" if p else "-"
+                     for p in (pts.get("quiet"), pts.get("busy"))]
+            lines.append(f"| {dev} | {op} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def markdown(rows: list[dict], command: str, cur: dict | None = None) -> str:
     lines = ["# The twin's fixup rate against concurrent mainloop loads (from the committed traces)", "",
              f"Written by `{command}` from the raw dumps in "
              + ", ".join(f"`{d.relative_to(RESULTS.parent.parent)}`" for d in RAW_DIRS)
@@ -100,6 +135,8 @@ def markdown(rows: list[dict], command: str) -> str:
                 lines.append("")
                 lines.append(f"{op} on the {dev}: quiet launches {_span(quiet)} B/clk/SM, busy launches "
                              f"{_span(busy)} (launch medians).")
+    if cur:
+        lines += _curve_lines(cur)
     return "\n".join(lines) + "\n"
 
 
@@ -117,14 +154,15 @@ def main(argv=None) -> int:
         print("python -m validation.fixup_contention: no raw_*.npz in " + ", ".join(map(str, RAW_DIRS)), file=sys.stderr)
         return 2
     rows = summarise(raws)
+    cur = curves(raws)
     command = "python -m validation.fixup_contention" + (f" --out {a.out}" if a.out else "")
-    text = markdown(rows, command)
+    text = markdown(rows, command, cur)
     print(text, end="")
     if a.out:
         out = Path(a.out)
         (out / "fixup_contention.md").write_text(text)
         (out / "fixup_contention.json").write_text(json.dumps({"command": command, "quiet": QUIET, "busy": BUSY,
-                                                               "rows": rows}, indent=1))
+                                                               "rows": rows, "curves": cur}, indent=1))
     return 0
 
 

@@ -8,11 +8,10 @@ NAME@MxNxK ...``) holds one launch's C_FIXUP records: per split tile and consume
 fixup's start, the end of its flag wait and its end. The work of one record (end minus wait end)
 moved the warpgroup's partial accumulators (64 x tile_n float32): stored (first split), read and
 written back (middle splits), or read (final split). Both warpgroups of a CTA do theirs at once,
-so per SM a store or a load moves two slices and a reduce four. The workspace rates of the twin's
-plain, one-word-per-thread ld/st.global (:data:`simulator.kernels.sm90_tma_ws.SM90_WORKSPACE_STORE` and
-``SM90_WORKSPACE_LOAD``) are derived from the H200 records: per SM bytes over (work cycles minus the fixed part
-the model adds: one named-barrier sync and one L2 round trip), per ``fixup_vec`` (one word or 16 B per thread
-per access). Each launch the model can run is also simulated at its in-kernel clock with the shipped model,
+so per SM a store or a load moves two slices and a reduce four. Per-SM rates: bytes over (work cycles minus
+the fixed part the model adds: one named-barrier sync and one L2 round trip), per ``fixup_vec`` (one word or
+16 B per thread per access), each launch's median; the SM90 model's rate curves pool the same records by how
+many other SMs load at once (:mod:`validation.fixup_contention`). Each launch the model can run is also simulated at its in-kernel clock with the shipped model,
 and the two are printed side by side; a launch traced with both fixups is paired, op by op.
 """
 
@@ -151,10 +150,11 @@ def markdown(rows: list[dict], rates: dict[int, dict], command: str, raw_dir: st
              "clock; simulated = the shipped SM90 model at that clock (on the H200's constants, whatever GPU ran "
              "the launch).", ""]
     for vec, r in sorted(rates.items()):
-        lines.append(f"Derived per-SM rates, fixup_vec={vec} ({4 * vec} B per thread per access; median over "
+        lines.append(f"Per-SM rates, fixup_vec={vec} ({4 * vec} B per thread per access; median over "
                      f"the {len(r['launches'])} launches with splits, on {', '.join(r['devices'])}): stores "
                      f"**{r['store_bytes_per_clk_per_sm']} B/clk/SM**, loads **{r['load_bytes_per_clk_per_sm']} "
-                     "B/clk/SM**.")
+                     "B/clk/SM** (the model's rates fall with the SMs loading at once: `python -m "
+                     "validation.fixup_contention`).")
     lines += ["", "| launch | GPU | clock GHz | kernel us meas / sim | op | records | work cycles meas | sim | B/SM | "
               "meas B/clk/SM |", "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:

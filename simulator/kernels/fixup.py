@@ -17,8 +17,9 @@ SM100 adds the TMEM round trip (``tmem_fixup``): the accumulator stage is waited
 registers first; a non-final split releases the stage then, the final split copies the sum back to
 TMEM for the epilogue.
 
-Timing (cycles): a group's threads move workspace bytes at :data:`WORKSPACE_BYTES_PER_CLK` per SM
-(shared by the CTA's groups) and through the L2 channel of the memory model
+Timing (cycles): a group's threads move workspace bytes at the kernel's :class:`WorkspaceRates` per SM
+(shared evenly by the CTA's reduction groups, which fix up their rows of the same unit at once; by default :data:`WORKSPACE_BYTES_PER_CLK`; the SM90 twin's fall as more
+SMs are in a mainloop, ``kernel.mainloop_loading``) and through the L2 channel of the memory model
 (:meth:`simulator.machine.memory.MemorySystem.workspace_write`/``workspace_read``); the fence before
 the flag's ``red`` waits until the stores are acknowledged (their last byte issued plus one L2 round
 trip, ``l2_latency_cycles``), the ``red`` reaches L2 half a round trip later, and a waiter sees the flag
@@ -57,27 +58,67 @@ FIXUP_CONSTANTS = (WORKSPACE_BYTES_PER_CLK, FIXUP_NAMED_BARRIER, ATOMIC_L2_COST)
 
 
 @dataclass(frozen=True)
-class WorkspaceRates:
-    """How fast one SM's threads move workspace bytes (B/clk, shared by the CTA's reduction groups):
-    ``store`` for partials written, ``load`` for partials read; ``read_modify_write``: a middle split
-    reads the workspace and writes the sum back with plain accesses (the SM90 twin) rather than adding
-    with one pass of atomics (CUTLASS's ``red.global.add``). The default: both at
-    :data:`WORKSPACE_BYTES_PER_CLK`, atomics."""
+class RateCurve:
+    """One SM's workspace rate (B/clk) against the number of SMs in a mainloop at once: measured
+    points ``(SMs loading, constant)``, linear between them, flat past the ends."""
 
-    store: Constant = WORKSPACE_BYTES_PER_CLK
-    load: Constant = WORKSPACE_BYTES_PER_CLK
-    read_modify_write: bool = False
+    points: tuple[tuple[int, Constant], ...]
 
-    def issue_cycles(self, nbytes: float, final: bool, middle: bool) -> float:
-        if final:
-            return nbytes / self.load.value
-        cycles = nbytes / self.store.value
-        if middle and self.read_modify_write:
-            cycles += nbytes / self.load.value
-        return cycles
+    @classmethod
+    def flat(cls, c: Constant) -> RateCurve:
+        return cls(((0, c),))
+
+    def at(self, loading: float) -> float:
+        pts = self.points
+        if loading <= pts[0][0]:
+            return pts[0][1].value
+        for (n0, c0), (n1, c1) in zip(pts, pts[1:], strict=False):
+            if loading <= n1:
+                return c0.value + (c1.value - c0.value) * (loading - n0) / (n1 - n0)
+        return pts[-1][1].value
+
+    @property
+    def contended(self) -> bool:
+        return len(self.points) > 1
 
     def constants(self) -> tuple[Constant, ...]:
-        return (self.store,) if self.store is self.load else (self.store, self.load)
+        return tuple(c for _, c in self.points)
+
+
+@dataclass(frozen=True)
+class WorkspaceRates:
+    """How fast one SM's threads move workspace bytes (B/clk, shared by the CTA's reduction groups),
+    each a :class:`RateCurve` of the SMs loading at once: ``store`` for a first split's partials,
+    ``load`` for the final split's read; a middle split adds into the workspace with ``reduce`` when
+    deterministic (the SM90 twin reads, adds and writes back: it holds the slice alone; the rate counts
+    the bytes read and written) and ``red`` when not (atomic adds); either left out is one atomic pass
+    at the store rate (CUTLASS's ``red.global.add``). The default: everything at :data:`WORKSPACE_BYTES_PER_CLK`."""
+
+    store: RateCurve = RateCurve.flat(WORKSPACE_BYTES_PER_CLK)
+    load: RateCurve = RateCurve.flat(WORKSPACE_BYTES_PER_CLK)
+    reduce: RateCurve | None = None
+    red: RateCurve | None = None
+
+    @property
+    def contended(self) -> bool:
+        return any(c is not None and c.contended for c in (self.store, self.load, self.reduce, self.red))
+
+    def issue_cycles(self, nbytes: float, final: bool, middle: bool, deterministic: bool = True,
+                     loading: float = 0.0) -> float:
+        if final:
+            return nbytes / self.load.at(loading)
+        if middle and deterministic and self.reduce is not None:
+            return 2 * nbytes / self.reduce.at(loading)        # the bytes read and the bytes written
+        if middle and not deterministic and self.red is not None:
+            return nbytes / self.red.at(loading)
+        return nbytes / self.store.at(loading)
+
+    def constants(self) -> tuple[Constant, ...]:
+        seen: dict[str, Constant] = {}
+        for curve in (self.store, self.load, self.reduce, self.red):
+            for c in curve.constants() if curve is not None else ():
+                seen.setdefault(c.name, c)
+        return tuple(seen.values())
 
 
 class Fixup:
@@ -96,6 +137,8 @@ class Fixup:
         self.counts = counts
         self.group_bytes = group_bytes
         self.rates = rates or WorkspaceRates()
+        self.contended = self.rates.contended       # the rates depend on the SMs loading: the kernel counts them
+        self.share = counts.barriers_per_tile         # reduction groups of a CTA, each fixing up its rows at once
         self.sync = FIXUP_NAMED_BARRIER.value
         self.poll = l2_latency
         self.red_latency = l2_latency / 2
@@ -151,10 +194,11 @@ class Fixup:
                 yield env.timeout(self.poll)             # the first poll's round trip
             yield env.timeout(self.sync)                 # the group syncs after thread 0's wait
         now = env.now
-        start = cta.lsu_free if cta.lsu_free > now else now
         atomic = work.k_start > 0 and not final
-        issue_end = start + self.rates.issue_cycles(nbytes, final, atomic)
-        cta.lsu_free = issue_end
+        loading = k.mainloop_loading if self.contended else 0
+        # The CTA's groups move their slices at once (the same unit's rows), sharing the SM's rate.
+        issue_end = now + self.share * self.rates.issue_cycles(nbytes, final, atomic, self.reduction == "deterministic",
+                                                               loading)
         if final:
             land = mem.workspace_read(now, ws, nbytes)
             done = max(issue_end + self.ack, land)
@@ -193,4 +237,4 @@ class Fixup:
         return 1 if final and peer > 1 else 0
 
 
-__all__ = ["Fixup", "WorkspaceRates", "FIXUP_CONSTANTS", "WORKSPACE_BYTES_PER_CLK", "FIXUP_NAMED_BARRIER", "ATOMIC_L2_COST"]
+__all__ = ["Fixup", "RateCurve", "WorkspaceRates", "FIXUP_CONSTANTS", "WORKSPACE_BYTES_PER_CLK", "FIXUP_NAMED_BARRIER", "ATOMIC_L2_COST"]

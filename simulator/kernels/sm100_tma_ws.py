@@ -236,7 +236,6 @@ class Cta:
         # Tensor-core availability (MMA leader of a pair).
         self.tc_free = 0.0
         self.ingress_free = 0.0      # this SM's TMA ingress (bytes landing in its SMEM) is busy until then
-        self.lsu_free = 0.0          # this SM's plain loads/stores (stream-K workspace) are busy until then
         self.load_plan = k.mainloop_load_plan(self)
         self.load_bytes = sum(b for _, b in self.load_plan[3])
         self.roles: list[Role] = []

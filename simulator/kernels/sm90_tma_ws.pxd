@@ -79,6 +79,7 @@ cdef class Sm90GemmTmaWarpSpecialized:
     cdef public double _zf_cost
     cdef public tuple _zf_rates
     cdef public long _zf_active
+    cdef public long mainloop_loading
     cdef public double _store_rate
     cdef public double _store_fixed
     cdef public double _store_write

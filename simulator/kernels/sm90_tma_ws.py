@@ -121,7 +121,7 @@ import simpy
 
 from simulator.kernels import race_hooks, stream_k
 from simulator.kernels.common import Cluster, RoleBase, RunStats
-from simulator.kernels.fixup import ATOMIC_L2_COST, FIXUP_NAMED_BARRIER, Fixup, WorkspaceRates
+from simulator.kernels.fixup import ATOMIC_L2_COST, FIXUP_NAMED_BARRIER, Fixup, RateCurve, WorkspaceRates
 from simulator.kernels.scheduler import (
     StreamKTileScheduler,
     TileRaster,
@@ -248,17 +248,30 @@ def zero_fill_rates(tma_rate: float) -> tuple[float, ...]:
 
 #: The twin's stream-K / split-K fixup moves its partials with plain one-word-per-thread ld/st.global
 #: (hw_kernels/sm90_gemm.py: store, read-add-write for a middle split, read for the final one), far
-#: below the vectorised all-SM L2 read rate the shared default assumes. Per-SM rates from the twin's
-#: own C_FIXUP records on the H200 (validation/results/h200_fixup_traces.json, written by
-#: ``python -m validation.fixup_traces``), the median over the traced launches.
-_FX = "validation/results/h200_fixup_traces.json (python -m validation.fixup_traces; traced 2026-12-02)"
-SM90_WORKSPACE_STORE = _c("sm90_workspace_store_bytes_per_clk_per_sm", 17.2, "B/clk/SM",
-                          f"{_FX} store_bytes_per_clk_per_sm: median over 6 traced split launches of the first "
-                          "splits' stores (12.8-27.8); traced on stream-K campaign shapes after their errors were seen")
-SM90_WORKSPACE_LOAD = _c("sm90_workspace_load_bytes_per_clk_per_sm", 69.2, "B/clk/SM",
-                         f"{_FX} load_bytes_per_clk_per_sm: median over the same launches of the final splits' "
-                         "loads (19.7-118)")
-SM90_WORKSPACE_RATES = WorkspaceRates(SM90_WORKSPACE_STORE, SM90_WORKSPACE_LOAD, read_modify_write=True)
+#: below the vectorised all-SM L2 read rate the shared default assumes, and slower still while the other
+#: SMs load their mainloop operands (the L2 serves both). Per op, two points of the twin's own C_FIXUP
+#: records on the H200, every record of the traced split launches pooled: the records with fewer than 8
+#: other SMs in a mainloop (quiet) and with at least 100 (busy), their median loaders and median per-SM rate
+#: (validation/results/fixup_contention.json "curves", written by ``python -m validation.fixup_contention``
+#: from the raw dumps of ``python -m validation.fixup_traces``). Traced on stream-K campaign shapes after
+#: their errors were seen: development constants.
+_FX = ("validation/results/fixup_contention.json curves['NVIDIA H200'] (python -m validation.fixup_contention; "
+       "twin C_FIXUP traces of 2026-12-02, stream-K campaign shapes, chosen after their errors were seen)")
+
+
+def _ws_curve(op: str, quiet: tuple[float, float, int], busy: tuple[float, float, int]) -> RateCurve:
+    """``op``'s rate curve from its quiet and busy points, each (loaders, rate, records)."""
+    return RateCurve(tuple(
+        (round(lo), _c(f"sm90_workspace_{op}_bytes_per_clk_per_sm_{what}{round(lo)}", rate, "B/clk/SM",
+                       f"{_FX} fixup_{op} {what}: median of {n} records (their median loaders {lo:g})"))
+        for what, (lo, rate, n) in (("loaders", quiet), ("loaders", busy))))
+
+
+SM90_WORKSPACE_STORE = _ws_curve("store", (0.0, 26.7, 36), (130.9, 17.4, 1248))
+SM90_WORKSPACE_LOAD = _ws_curve("load", (0.0, 63.3, 168), (128.0, 18.9, 746))
+SM90_WORKSPACE_REDUCE = _ws_curve("reduce", (0.0, 46.8, 207), (128.6, 21.9, 6039))
+#: A nondeterministic middle split's atomic adds (red.global.add.f32) are not traced: one pass at the store rate.
+SM90_WORKSPACE_RATES = WorkspaceRates(SM90_WORKSPACE_STORE, SM90_WORKSPACE_LOAD, reduce=SM90_WORKSPACE_REDUCE)
 
 #: The twin's epilogue per 128 x EN fp16 subtile, measured on one SM (``epilogue.{coop,pp}.e{EN}.*_1sm``
 #: in h200_microbench_v2_epilogue_sync.json): the store thread's clock between steps -- convert +
@@ -358,7 +371,10 @@ class Sm90Timing:
                                                                              else "")
             + f", bulk wait {wait:.1f}, named barrier {bar:.1f}, TMA store issue {issue:.1f} cycles "
             f"(measured on one SM, {_MB2E} epilogue.{'coop' if coop else 'pp'}.e*.*_1sm)",
-            rows_cost.note() + ("" if rows_cost.aligned else f": TMA {tma_rate:g} B/clk/SM"),
+            rows_cost.note() + ("" if rows_cost.aligned else
+                                f": the TMA factor on the bytes a CTA issues ({tma_rate:g} B/clk/SM), its "
+                                f"multicast peers' slices landing at the aligned "
+                                f"{arch.tma_load_bytes_per_clk_per_sm.value:g} B/clk/SM"),
         ) + tuple(f"{c.name} = {c.value:g} {c.unit} ({c.kind}: {c.source})" for c in MODULE_CONSTANTS)
         return cls(
             wgmma_instr_cycles=instr,
@@ -455,7 +471,6 @@ class Cta:
         self.tc_free = 0.0
         self.tma_free = 0.0
         self.store_free = 0.0
-        self.lsu_free = 0.0          # the SM's plain loads/stores (stream-K workspace) are busy until then
         self.roles: list[Role] = []
         # Set by the kernel once the cluster's CTAs exist: who receives this CTA's multicast loads.
         self.a_dst: list[Cta] = []
@@ -510,6 +525,7 @@ class MainloopLoad(Role):
             zero_fill = loads[6] > 0
             if zero_fill:
                 k._zf_active += 1
+            k.mainloop_loading += 1
             kb0 = work.k_start
             kn = work.k_count if work.k_count else k.k_tiles
             for kb in range(kb0, kb0 + kn):
@@ -527,6 +543,7 @@ class MainloopLoad(Role):
                 pipe.producer_commit(state, who)   # no-op: the TMA bytes complete the phase
                 state.advance()
             self.span("tile", t_tile, self._time(), tile=tile)
+            k.mainloop_loading -= 1
             if zero_fill:
                 k._zf_active -= 1
             # Signal the epilogue load warp once the first tile's loads are issued.
@@ -863,6 +880,8 @@ class Sm90GemmTmaWarpSpecialized:
         # Zero fill's per-SM rate by the number of CTAs filling at once (ZERO_FILL_BOX_CYCLES), and that number.
         self._zf_rates = zero_fill_rates(arch.tma_load_bytes_per_clk_per_sm.value)
         self._zf_active = 0
+        # CTAs whose producer is inside a tile's loads (its MainloopLoad "tile" span): the fixup's rates fall with it.
+        self.mainloop_loading = 0
         # The memory system as TMA sees it on SM90: a miss lands TMA_MISS_EXTRA later than a plain
         # load's latency, and a hit on a slice still being filled waits for the fill.
         memory.miss_extra = TMA_MISS_EXTRA.value
