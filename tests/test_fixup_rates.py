@@ -111,3 +111,24 @@ def test_fixup_contention_counts_other_sms_loading_during_each_record():
     store = next(r for r in rows if r["op"] == "fixup_store")
     assert store["loaders_median"] < QUIET and store["quiet_records"] + store["busy_records"] <= store["records"]
     assert QUIET < BUSY
+
+
+def test_microbenchmark_rows_sit_beside_the_model_curve_in_the_trace_s_units(tmp_path):
+    """A v3i result (here a made-up one) is tabled with the model's curve at the same SMs loading; a
+    read-add-write's slice rate doubles into the trace's bytes-read-and-written units; none, no table."""
+    import json
+
+    from validation.fixup_contention import microbench_lines
+
+    assert microbench_lines(tmp_path / "missing.json") == []
+    row = {"n_ws": 8, "nacc": 64, "footprint": "l2", "pace": 0}
+    doc = {"meta": {"command": "python -m validation.microbench.run --suite v3i", "device": {"name": "GPU"},
+                    "date_utc": "today"},
+           "results": {"fixup_l2": {"rows": [{**row, "op": "rmw", "n_load": 64, "bytes_per_clk_per_sm": 10.0},
+                                             {**row, "op": "red", "n_load": 0, "bytes_per_clk_per_sm": 5.0},
+                                             {**row, "op": "store", "n_load": 0, "nacc": 128,
+                                              "bytes_per_clk_per_sm": 1.0}]}}}
+    path = tmp_path / "v3i.json"
+    path.write_text(json.dumps(doc))
+    lines = [line for line in microbench_lines(path) if line.startswith("| r")]
+    assert lines == [f"| rmw | 64 | no | 20.0 | {SM90_WORKSPACE_REDUCE.at(64):.1f} |", "| red | 0 | no | 5.0 | - |"]

@@ -113,6 +113,38 @@ def _curve_lines(cur: dict) -> list[str]:
     return lines
 
 
+#: The isolated measurement of the same accesses (``python -m validation.microbench.run --suite v3i``), if run.
+MICROBENCH = RESULTS / "h200_microbench_v3i.json"
+#: Microbenchmark op -> trace op and the factor from its rate to the trace's (a read-add-write's trace rate
+#: counts the bytes read and written, the microbenchmark's the slice).
+_MB_OPS = {"store": ("fixup_store", 1), "load": ("fixup_load", 1), "rmw": ("fixup_reduce", 2), "red": (None, 1)}
+
+
+def microbench_lines(path: Path = MICROBENCH) -> list[str]:
+    """The microbenchmark's rates (8 SMs fixing up, 64 x 128 floats per warpgroup, L2-resident loads)
+    beside the SM90 model's curve at the same number of SMs loading; nothing if it has not been run."""
+    if not path.exists():
+        return []
+    from simulator.kernels.sm90_tma_ws import SM90_WORKSPACE_RATES as R
+    doc = json.loads(path.read_text())
+    curves = {"fixup_store": R.store, "fixup_load": R.load, "fixup_reduce": R.reduce}
+    rows = [r for r in doc["results"]["fixup_l2"]["rows"]
+            if r["n_ws"] == 8 and r["nacc"] == 64 and r["footprint"] == "l2"]
+    meta = doc["meta"]
+    lines = ["", "## The same accesses isolated (microbenchmark)", "",
+             f"`{meta['command']}` ({meta['device'].get('name')}, {meta['date_utc']}): 8 SMs run the fixup's "
+             "accesses while n other SMs stream TMA loads; rate in the trace's units (a read-add-write counts "
+             "the bytes read and written); model = the SM90 curve at n SMs loading.", "",
+             "| op | SMs loading | loads paced | microbench B/clk/SM | model |", "| --- | ---: | --- | ---: | ---: |"]
+    for r in rows:
+        op, factor = _MB_OPS[r["op"]]
+        model = f"{curves[op].at(r['n_load']):.1f}" if op else "-"
+        paced = f"every {r['pace']} clk" if r["pace"] else "no"
+        lines.append(f"| {r['op']} | {r['n_load']} | {paced} | "
+                     f"{factor * r['bytes_per_clk_per_sm']:.1f} | {model} |")
+    return lines
+
+
 def markdown(rows: list[dict], command: str, cur: dict | None = None) -> str:
     lines = ["# The twin's fixup rate against concurrent mainloop loads (from the committed traces)", "",
              f"Written by `{command}` from the raw dumps in "
@@ -137,6 +169,7 @@ def markdown(rows: list[dict], command: str, cur: dict | None = None) -> str:
                              f"{_span(busy)} (launch medians).")
     if cur:
         lines += _curve_lines(cur)
+    lines += microbench_lines()
     return "\n".join(lines) + "\n"
 
 
