@@ -114,21 +114,27 @@ def test_fixup_contention_counts_other_sms_loading_during_each_record():
 
 
 def test_microbenchmark_rows_sit_beside_the_model_curve_in_the_trace_s_units(tmp_path):
-    """A v3i result (here a made-up one) is tabled with the model's curve at the same SMs loading; a
-    read-add-write's slice rate doubles into the trace's bytes-read-and-written units; none, no table."""
+    """A v3i result (here a made-up one) is tabled in the traces' terms (bytes over the round to the fence less
+    the model's fixed part; a read-add-write moves its slice twice) beside its issue rate and the model's curve
+    at the same SMs loading; rows of other slices or SM counts are left out; no run, no table."""
     import json
 
     from validation.fixup_contention import microbench_lines
+    from validation.fixup_traces import fixed_cycles
 
-    assert microbench_lines(tmp_path / "missing.json") == []
-    row = {"n_ws": 8, "nacc": 64, "footprint": "l2", "pace": 0}
+    assert microbench_lines([]) == []
+    fixed = fixed_cycles()
+    row = {"n_ws": 8, "nacc": 64, "footprint": "l2", "pace": 0, "slice_bytes_per_sm": 65536,
+           "cycles_fenced_median": fixed + 4096, "cycles_issued_median": 1024}
     doc = {"meta": {"command": "python -m validation.microbench.run --suite v3i", "device": {"name": "GPU"},
                     "date_utc": "today"},
-           "results": {"fixup_l2": {"rows": [{**row, "op": "rmw", "n_load": 64, "bytes_per_clk_per_sm": 10.0},
-                                             {**row, "op": "red", "n_load": 0, "bytes_per_clk_per_sm": 5.0},
-                                             {**row, "op": "store", "n_load": 0, "nacc": 128,
-                                              "bytes_per_clk_per_sm": 1.0}]}}}
-    path = tmp_path / "v3i.json"
+           "results": {"fixup_l2": {"rows": [{**row, "op": "rmw", "n_load": 64},
+                                             {**row, "op": "red", "n_load": 0, "pace": 340},
+                                             {**row, "op": "store", "n_load": 0, "nacc": 128}]}}}
+    path = tmp_path / "gpu_microbench_v3i.json"
     path.write_text(json.dumps(doc))
-    lines = [line for line in microbench_lines(path) if line.startswith("| r")]
-    assert lines == [f"| rmw | 64 | no | 20.0 | {SM90_WORKSPACE_REDUCE.at(64):.1f} |", "| red | 0 | no | 5.0 | - |"]
+    lines = microbench_lines([path])
+    assert any(line.startswith("`python -m validation.microbench.run --suite v3i` on the GPU") for line in lines)
+    assert [line for line in lines if line.startswith("| GPU | r")] == [
+        f"| GPU | rmw | 64 | no | 32.0 | 128.0 | {SM90_WORKSPACE_REDUCE.at(64):.1f} |",
+        "| GPU | red | 0 | every 340 clk | 16.0 | 64.0 | - |"]

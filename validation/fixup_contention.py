@@ -114,35 +114,46 @@ def _curve_lines(cur: dict) -> list[str]:
 
 
 #: The isolated measurement of the same accesses (``python -m validation.microbench.run --suite v3i``), if run.
-MICROBENCH = RESULTS / "h200_microbench_v3i.json"
-#: Microbenchmark op -> trace op and the factor from its rate to the trace's (a read-add-write's trace rate
-#: counts the bytes read and written, the microbenchmark's the slice).
+MICROBENCH = sorted(RESULTS.glob("*_microbench_v3i.json"))
+#: Microbenchmark op -> trace op and how many slices one SM's op moves per warpgroup slice (a read-add-write
+#: reads and writes: the trace's rate counts both).
 _MB_OPS = {"store": ("fixup_store", 1), "load": ("fixup_load", 1), "rmw": ("fixup_reduce", 2), "red": (None, 1)}
 
 
-def microbench_lines(path: Path = MICROBENCH) -> list[str]:
-    """The microbenchmark's rates (8 SMs fixing up, 64 x 128 floats per warpgroup, L2-resident loads)
-    beside the SM90 model's curve at the same number of SMs loading; nothing if it has not been run."""
-    if not path.exists():
+def microbench_lines(paths: list[Path] | None = None) -> list[str]:
+    """Each microbenchmark run's rates (8 SMs fixing up, 64 x 128 floats per warpgroup, L2-resident loads on
+    n other SMs) in the traces' terms -- the SM's bytes over the round to its fence less the model's fixed
+    part -- beside its rate to the last access issued and the SM90 model's curve at n SMs loading."""
+    paths = MICROBENCH if paths is None else paths
+    if not paths:
         return []
     from simulator.kernels.sm90_tma_ws import SM90_WORKSPACE_RATES as R
-    doc = json.loads(path.read_text())
     curves = {"fixup_store": R.store, "fixup_load": R.load, "fixup_reduce": R.reduce}
-    rows = [r for r in doc["results"]["fixup_l2"]["rows"]
-            if r["n_ws"] == 8 and r["nacc"] == 64 and r["footprint"] == "l2"]
-    meta = doc["meta"]
+    fixed = fixed_cycles()
     lines = ["", "## The same accesses isolated (microbenchmark)", "",
-             f"`{meta['command']}` ({meta['device'].get('name')}, {meta['date_utc']}): 8 SMs run the fixup's "
-             "accesses while n other SMs stream TMA loads; rate in the trace's units (a read-add-write counts "
-             "the bytes read and written); model = the SM90 curve at n SMs loading.", "",
-             "| op | SMs loading | loads paced | microbench B/clk/SM | model |", "| --- | ---: | --- | ---: | ---: |"]
-    for r in rows:
-        op, factor = _MB_OPS[r["op"]]
-        model = f"{curves[op].at(r['n_load']):.1f}" if op else "-"
-        paced = f"every {r['pace']} clk" if r["pace"] else "no"
-        lines.append(f"| {r['op']} | {r['n_load']} | {paced} | "
-                     f"{factor * r['bytes_per_clk_per_sm']:.1f} | {model} |")
-    return lines
+             "8 SMs run the fixup's accesses (2 warpgroups, one word per thread) while n other SMs stream TMA "
+             "loads from L2; rate = the SM's bytes (a read-add-write's read and written) over the round to its "
+             f"fence less the model's fixed part ({fixed:.0f} cycles), as the traces' rates are; issued = the "
+             "same bytes over the round to its last access issued (stores posted); model = the SM90 curve (H200) "
+             "at n SMs loading.", "",
+             "| GPU | op | SMs loading | loads paced | rate B/clk/SM | issued | model |",
+             "| --- | --- | ---: | --- | ---: | ---: | ---: |"]
+    runs = []
+    for path in paths:
+        doc = json.loads(path.read_text())
+        dev = doc["meta"]["device"].get("name")
+        runs.append(f"`{doc['meta']['command']}` on the {dev}, {doc['meta']['date_utc']} ({path.name}).")
+        for r in doc["results"]["fixup_l2"]["rows"]:
+            if (r["n_ws"], r["nacc"], r["footprint"]) != (8, 64, "l2"):
+                continue
+            op, moves = _MB_OPS[r["op"]]
+            nbytes = moves * r["slice_bytes_per_sm"]
+            model = f"{curves[op].at(r['n_load']):.1f}" if op else "-"
+            paced = f"every {r['pace']} clk" if r["pace"] else "no"
+            lines.append(f"| {dev} | {r['op']} | {r['n_load']} | {paced} | "
+                         f"{nbytes / max(r['cycles_fenced_median'] - fixed, 1.0):.1f} | "
+                         f"{nbytes / r['cycles_issued_median']:.1f} | {model} |")
+    return lines[:4] + [" ".join(runs)] + lines[4:]
 
 
 def markdown(rows: list[dict], command: str, cur: dict | None = None) -> str:
