@@ -287,15 +287,21 @@ def test_streamk_variant_plans_are_the_streamk_schedulers_candidates_with_one_fi
     assert len(check_plan({phase: p[phase]})["fp16"]) == 16
 
 
+def _dry_run_published(tmp_path, phase: str):
+    """A quick dry run of ``phase``, published: the written paths and the Markdown's text."""
+    from validation.campaign import main, publish
+    out = tmp_path / "run"
+    assert main(["--dry-run", "--quick", "--phases", phase, "--out", str(out)]) == 0
+    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    return paths, next(p for p in paths if p.suffix == ".md").read_text()
+
+
 def test_streamk_nd_dry_run_publishes_its_own_file_and_scores_as_a_data_set(tmp_path):
     from validation.accuracy.datasets import DATASETS
-    from validation.campaign import main, plan, publish
+    from validation.campaign import plan
     from validation.measurements import load_h200_timings
-    out = tmp_path / "run"
-    assert main(["--dry-run", "--quick", "--phases", "streamk_nd", "--out", str(out)]) == 0
-    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    paths, md = _dry_run_published(tmp_path, "streamk_nd")
     assert sorted(p.name for p in paths) == ["h200_streamk_nd.dry_run.json", "h200_streamk_nd.dry_run.md"]
-    md = next(p for p in paths if p.suffix == ".md").read_text()
     assert md.startswith("# H200 stream-K / split-K campaign, nondeterministic reduction (DRY RUN")
     assert md.count("\n| 512x512x32768 |") == 1 and "best split-K" in md
     pub = next(p for p in paths if p.suffix == ".json")
@@ -308,12 +314,8 @@ def test_streamk_nd_dry_run_publishes_its_own_file_and_scores_as_a_data_set(tmp_
 
 
 def test_streamk_fv4_dry_run_publishes_its_own_file_named_by_the_gpu(tmp_path):
-    from validation.campaign import main, publish
-    out = tmp_path / "run"
-    assert main(["--dry-run", "--quick", "--phases", "streamk_fv4", "--out", str(out)]) == 0
-    paths = publish(out, tmp_path / "res", allow_dry_run=True)
+    paths, md = _dry_run_published(tmp_path, "streamk_fv4")
     assert sorted(p.name for p in paths) == ["gpu_streamk_fv4.dry_run.json", "gpu_streamk_fv4.dry_run.md"]
-    md = next(p for p in paths if p.suffix == ".md").read_text()
     assert md.startswith("# GPU stream-K / split-K campaign, 16-byte fixup (DRY RUN")
     assert md.count("\n| 512x512x32768 |") == 1 and "best split-K" in md
 

@@ -56,11 +56,11 @@ def record_rates(raw: Path) -> tuple[dict, list[tuple[str, float, float]]]:
     return meta, out
 
 
-def summarise(raws: list[Path]) -> list[dict]:
-    """Per launch and op: records, median loaders, median rate of all, quiet and busy records."""
+def summarise(raws: list[Path], records: list | None = None) -> list[dict]:
+    """Per launch and op: records, median loaders, median rate of all, quiet and busy records (``records``:
+    :func:`record_rates` of each raw, if already read)."""
     rows = []
-    for raw in raws:
-        meta, recs = record_rates(raw)
+    for meta, recs in records or [record_rates(raw) for raw in raws]:
         for op in OPS:
             sel = [(lo, r) for k, lo, r in recs if k == op]
             if not sel:
@@ -78,12 +78,11 @@ def summarise(raws: list[Path]) -> list[dict]:
     return rows
 
 
-def curves(raws: list[Path]) -> dict:
+def curves(raws: list[Path], records: list | None = None) -> dict:
     """Per device and op, every record pooled: the quiet and the busy records' median loaders and median
     rate (the two points of the SM90 model's workspace rate curves), and how many records each has."""
     pooled: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for raw in raws:
-        meta, recs = record_rates(raw)
+    for meta, recs in records or [record_rates(raw) for raw in raws]:
         dev = pooled.setdefault(meta.get("device"), {})
         for op, lo, r in recs:
             dev.setdefault(op, []).append((lo, r))
@@ -114,7 +113,7 @@ def _curve_lines(cur: dict) -> list[str]:
 
 
 #: The isolated measurement of the same accesses (``python -m validation.microbench.run --suite v3i``), if run.
-MICROBENCH = sorted(RESULTS.glob("*_microbench_v3i.json"))
+MICROBENCH_GLOB = "*_microbench_v3i.json"
 #: Microbenchmark op -> trace op and how many slices one SM's op moves per warpgroup slice (a read-add-write
 #: reads and writes: the trace's rate counts both).
 _MB_OPS = {"store": ("fixup_store", 1), "load": ("fixup_load", 1), "rmw": ("fixup_reduce", 2), "red": (None, 1)}
@@ -124,7 +123,7 @@ def microbench_lines(paths: list[Path] | None = None) -> list[str]:
     """Each microbenchmark run's rates (8 SMs fixing up, 64 x 128 floats per warpgroup, L2-resident loads on
     n other SMs) in the traces' terms -- the SM's bytes over the round to its fence less the model's fixed
     part -- beside its rate to the last access issued and the SM90 model's curve at n SMs loading."""
-    paths = MICROBENCH if paths is None else paths
+    paths = sorted(RESULTS.glob(MICROBENCH_GLOB)) if paths is None else paths
     if not paths:
         return []
     from simulator.kernels.sm90_tma_ws import SM90_WORKSPACE_RATES as R
@@ -197,8 +196,9 @@ def main(argv=None) -> int:
     if not raws:
         print("python -m validation.fixup_contention: no raw_*.npz in " + ", ".join(map(str, RAW_DIRS)), file=sys.stderr)
         return 2
-    rows = summarise(raws)
-    cur = curves(raws)
+    records = [record_rates(raw) for raw in raws]
+    rows = summarise(raws, records)
+    cur = curves(raws, records)
     command = "python -m validation.fixup_contention" + (f" --out {a.out}" if a.out else "")
     text = markdown(rows, command, cur)
     print(text, end="")
