@@ -134,9 +134,8 @@ def sim_config_from_measured(meta: dict) -> Sm90GemmConfig:
 
 
 def _sm90_config(k: dict, p: dict, dtype: str, meta: dict) -> Sm90GemmConfig:
-    from simulator.kernels.space import HW_FIELDS
-    unknown = sorted(f for f in set(k) - set(HW_FIELDS) - {"instrument", "instrument_roles"}
-                     if not (f == "fixup_vec" and k[f] == 1))      # the one-word fixup: what the model has
+    from simulator.kernels.space import HW_FIELDS, unknown_hw_fields
+    unknown = [f for f in unknown_hw_fields(k) if not (f == "fixup_vec" and k[f] == 1)]   # the model's one-word fixup
     if unknown:
         raise ConfigError(f"measured config fields {unknown} ({', '.join(f'{f}={k[f]!r}' for f in unknown)}): "
                           f"not in the SM90 model's hardware fields ({', '.join(HW_FIELDS)}); it would simulate "

@@ -116,7 +116,7 @@ def _curve_lines(cur: dict) -> list[str]:
 MICROBENCH_GLOB = "*_microbench_v3i.json"
 #: Microbenchmark op -> trace op and how many slices one SM's op moves per warpgroup slice (a read-add-write
 #: reads and writes: the trace's rate counts both).
-_MB_OPS = {"store": ("fixup_store", 1), "load": ("fixup_load", 1), "rmw": ("fixup_reduce", 2), "red": (None, 1)}
+_MB_OPS = {"store": ("fixup_store", 1), "load": ("fixup_load", 1), "rmw": ("fixup_reduce", 2), "red": ("fixup_red", 1)}
 
 
 def microbench_lines(paths: list[Path] | None = None) -> list[str]:
@@ -127,7 +127,7 @@ def microbench_lines(paths: list[Path] | None = None) -> list[str]:
     if not paths:
         return []
     from simulator.kernels.sm90_tma_ws import SM90_WORKSPACE_RATES as R
-    curves = {"fixup_store": R.store, "fixup_load": R.load, "fixup_reduce": R.reduce}
+    curves = {"fixup_store": R.store, "fixup_load": R.load, "fixup_reduce": R.reduce, "fixup_red": R.red}
     fixed = fixed_cycles()
     lines = ["", "## The same accesses isolated (microbenchmark)", "",
              "8 SMs run the fixup's accesses (2 warpgroups, one word per thread) while n other SMs stream TMA "

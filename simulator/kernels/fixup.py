@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from simulator.kernels import race_hooks
 from simulator.machine.constants import Constant
+from simulator.machine.curve import interp
 from simulator.protocol.arrivals import FixupCounts, fixup_increment, fixup_wait
 from simulator.protocol.fixup import FixupLock
 
@@ -69,13 +70,7 @@ class RateCurve:
         return cls(((0, c),))
 
     def at(self, loading: float) -> float:
-        pts = self.points
-        if loading <= pts[0][0]:
-            return pts[0][1].value
-        for (n0, c0), (n1, c1) in zip(pts, pts[1:], strict=False):
-            if loading <= n1:
-                return c0.value + (c1.value - c0.value) * (loading - n0) / (n1 - n0)
-        return pts[-1][1].value
+        return interp([(n, c.value) for n, c in self.points], loading)
 
     @property
     def contended(self) -> bool:

@@ -133,6 +133,7 @@ from simulator.kernels.scheduler import (
 )
 from simulator.kernels.tma_alignment import L2_MISALIGNED_COST, TMA_MISALIGNED_COST, RowPitchCost
 from simulator.machine.constants import Constant
+from simulator.machine.curve import interp
 from simulator.machine.memory import MemorySystem
 from simulator.protocol.arrivals import (
     NUM_THREADS_PER_WARP,
@@ -226,16 +227,6 @@ ZERO_FILL_BOX_CYCLES = tuple(
 ZERO_FILL_BOX_ROWS, ZERO_FILL_BOX_IN_BOUNDS, ZERO_FILL_ROW_BYTES = 128, 32, 128
 
 
-def _interp(points: list[tuple[float, float]], x: float) -> float:
-    """Piecewise-linear ``points`` (sorted by x) at ``x``, flat past the ends."""
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
-        if x <= x1:
-            return y0 + (x - x0) / (x1 - x0) * (y1 - y0)
-    return points[-1][1]
-
-
 def zero_fill_rates(tma_rate: float) -> tuple[float, ...]:
     """Per SM, the bytes/clk its TMA unit zero-fills with ``n`` SMs filling at once, ``n`` = 0 ... 132
     (index ``n``; 0 as 1): the measured box time less its in-bounds rows at ``tma_rate``, over its zero
@@ -243,7 +234,7 @@ def zero_fill_rates(tma_rate: float) -> tuple[float, ...]:
     pts = [(n, c.value) for n, c in ZERO_FILL_BOX_CYCLES]
     zero = (ZERO_FILL_BOX_ROWS - ZERO_FILL_BOX_IN_BOUNDS) * ZERO_FILL_ROW_BYTES
     read = ZERO_FILL_BOX_IN_BOUNDS * ZERO_FILL_ROW_BYTES / tma_rate
-    return tuple(zero / max(_interp(pts, max(n, 1)) - read, 1e-9) for n in range(pts[-1][0] + 1))
+    return tuple(zero / max(interp(pts, max(n, 1)) - read, 1e-9) for n in range(pts[-1][0] + 1))
 
 
 #: The twin's stream-K / split-K fixup moves its partials with plain one-word-per-thread ld/st.global
@@ -262,16 +253,40 @@ _FX = ("validation/results/fixup_contention.json curves['NVIDIA H200'] (python -
 def _ws_curve(op: str, quiet: tuple[float, float, int], busy: tuple[float, float, int]) -> RateCurve:
     """``op``'s rate curve from its quiet and busy points, each (loaders, rate, records)."""
     return RateCurve(tuple(
-        (round(lo), _c(f"sm90_workspace_{op}_bytes_per_clk_per_sm_{what}{round(lo)}", rate, "B/clk/SM",
+        (round(lo), _c(f"sm90_workspace_{op}_bytes_per_clk_per_sm_loaders{round(lo)}", rate, "B/clk/SM",
                        f"{_FX} fixup_{op} {what}: median of {n} records (their median loaders {lo:g})"))
-        for what, (lo, rate, n) in (("loaders", quiet), ("loaders", busy))))
+        for what, (lo, rate, n) in (("quiet", quiet), ("busy", busy))))
 
 
 SM90_WORKSPACE_STORE = _ws_curve("store", (0.0, 26.7, 36), (130.9, 17.4, 1248))
 SM90_WORKSPACE_LOAD = _ws_curve("load", (0.0, 63.3, 168), (128.0, 18.9, 746))
 SM90_WORKSPACE_REDUCE = _ws_curve("reduce", (0.0, 46.8, 207), (128.6, 21.9, 6039))
-#: A nondeterministic middle split's atomic adds (red.global.add.f32) are not traced: one pass at the store rate.
-SM90_WORKSPACE_RATES = WorkspaceRates(SM90_WORKSPACE_STORE, SM90_WORKSPACE_LOAD, reduce=SM90_WORKSPACE_REDUCE)
+
+#: A nondeterministic middle split's atomic adds (red.global.add.f32) are not traced on the H200. The H100
+#: microbenchmark (v3i: 8 SMs, the twin's one-word accesses, n other SMs streaming unpaced TMA loads from L2)
+#: times them against stores of the same slices: as fast alone (30.5 against 29.1 B/clk/SM) and slower under
+#: load (9.7 against 12.8 with 124 SMs loading). The H200 curve is the store curve at each end times that
+#: ratio (H100 ratio on H200 points: not measured on an H200). Added after the nondeterministic campaign's
+#: split-K error was seen to grow with the splits (its rows are development rows for it): ``chosen``.
+RED_STORE_RATIO_QUIET = (30.5, 29.1)     # h100_microbench_v3i fixup_l2.{red,store}.ws8.load0.pace0.n64.l2
+RED_STORE_RATIO_BUSY = (9.7, 12.8)       # ... .ws8.load124.pace0.n64.l2 (in the traces' units: fixup_contention.md)
+_V3I = ("validation/results/h100_microbench_v3i.json (python -m validation.microbench.run --suite v3i, H100) in "
+        "the traces' units (validation/results/fixup_contention.md, 'The same accesses isolated')")
+
+
+def _red_point(store: tuple[int, Constant], ratio: tuple[float, float], what: str) -> tuple[int, Constant]:
+    lo, c = store
+    red, st = ratio
+    return lo, _c(f"sm90_workspace_red_bytes_per_clk_per_sm_loaders{lo}", round(c.value * red / st, 1), "B/clk/SM",
+                  f"derived: {c.name} ({c.value:g}) x the H100's red / store rate {what} ({red:g} / {st:g}, {_V3I}); "
+                  "H100 ratio on H200 points, added after the nondeterministic split-K rows' errors were seen",
+                  "chosen")
+
+
+SM90_WORKSPACE_RED = RateCurve((_red_point(SM90_WORKSPACE_STORE.points[0], RED_STORE_RATIO_QUIET, "with no SM loading"),
+                                _red_point(SM90_WORKSPACE_STORE.points[1], RED_STORE_RATIO_BUSY, "with 124 SMs loading")))
+SM90_WORKSPACE_RATES = WorkspaceRates(SM90_WORKSPACE_STORE, SM90_WORKSPACE_LOAD, reduce=SM90_WORKSPACE_REDUCE,
+                                      red=SM90_WORKSPACE_RED)
 
 #: The twin's epilogue per 128 x EN fp16 subtile, measured on one SM (``epilogue.{coop,pp}.e{EN}.*_1sm``
 #: in h200_microbench_v2_epilogue_sync.json): the store thread's clock between steps -- convert +
@@ -314,7 +329,7 @@ def _epilogue_phases(schedule: str, subtile_bytes: float) -> tuple[float, float,
 
 def _wgmma_latency(n: int, scale: float) -> float:
     """wgmma SS latency at N (linear between the measured N, clamped outside), times ``scale``."""
-    return _interp([(nn, c.value) for nn, c in WGMMA_SS_LATENCY], n) * scale
+    return interp([(nn, c.value) for nn, c in WGMMA_SS_LATENCY], n) * scale
 
 
 MODULE_CONSTANTS: tuple[Constant, ...] = tuple(c for _, c in WGMMA_SS_LATENCY) + tuple(

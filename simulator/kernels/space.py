@@ -309,6 +309,12 @@ HW_STAGE1_FIELDS = ("schedule", "tile_m", "tile_n", "tile_k", "cluster_m", "clus
                     "reduction")
 
 
+def unknown_hw_fields(fields_: dict) -> list[str]:
+    """The names in ``fields_`` (a hardware KernelConfig's fields) that the SM90 model has no field for;
+    the instrumentation switches do not change the kernel and are not counted."""
+    return sorted(set(fields_) - set(HW_FIELDS) - {"instrument", "instrument_roles"})
+
+
 def sm90_config_from_hw(fields_: dict, m: int, n: int, k: int, dtype: str = "fp16", l: int = 1) -> Sm90GemmConfig:  # noqa: E741
     """The Sm90GemmConfig of the hardware twin run with KernelConfig fields ``fields_`` on (m, n, k).
 
@@ -316,9 +322,9 @@ def sm90_config_from_hw(fields_: dict, m: int, n: int, k: int, dtype: str = "fp1
     type, no C source; ``mainloop_stages`` None means the twin's own count (as many as fit), which the
     model derives the same way (tests/test_tune_space.py checks it for every hw candidate).
     """
-    unknown = set(fields_) - set(HW_FIELDS) - {"instrument", "instrument_roles"}
+    unknown = unknown_hw_fields(fields_)
     if unknown:
-        raise ConfigError(f"hardware config fields {sorted(unknown)}: unknown; valid: {', '.join(HW_FIELDS)}")
+        raise ConfigError(f"hardware config fields {unknown}: unknown; valid: {', '.join(HW_FIELDS)}")
     d = canonical_dtype(dtype, "dtype")
     tile_m = int(fields_.get("tile_m", 128))
     kw = {f: fields_[f] for f in HW_FIELDS if f in fields_ and f != "epilogue_tile_n"}
