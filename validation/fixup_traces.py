@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from validation.measurements import shown_path
+
 RESULTS = Path(__file__).resolve().parent / "results"
 RAW_DIR = RESULTS / "fixup_traces"
 OPS = ("fixup_store", "fixup_reduce", "fixup_load")
@@ -195,14 +197,6 @@ def _or_dash(v) -> str:
     return "-" if v is None else str(v)
 
 
-def _shown(path: Path) -> str:
-    """``path`` relative to the repository where it lies in it."""
-    try:
-        return str(path.resolve().relative_to(RESULTS.parent.parent))
-    except ValueError:
-        return str(path)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.fixup_traces", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -219,7 +213,7 @@ def main(argv=None) -> int:
     command = "python -m validation.fixup_traces" + "".join(
         f" {flag} {v}" for flag, v, default in (("--raw", a.raw, str(RAW_DIR)), ("--out", a.out, None),
                                                   ("--name", a.name, "h200_fixup_traces")) if v != default)
-    text = markdown(rows, rates, command, _shown(Path(a.raw)))
+    text = markdown(rows, rates, command, shown_path(a.raw))
     print(text)
     if a.out:
         out = Path(a.out)

@@ -63,6 +63,17 @@ import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def shown_path(path) -> str:
+    """``path`` as a report prints it: relative to the checkout when inside it (the same text wherever the
+    checkout lives), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(RESULTS.parent.parent))
+    except ValueError:
+        return str(path)
+
+
 CAMPAIGN = RESULTS / "h200_campaign.json"
 #: The wide campaign (validation/campaign_wide.py): dev rows, and the held-out rows kept apart.
 WIDE = RESULTS / "h200_campaign_wide.json"

@@ -60,16 +60,6 @@ class DataSet:
     notes: list[str] = field(default_factory=list)
 
 
-def _shown(path) -> str:
-    """``path`` as a report prints it: relative to the checkout when inside it (the same text wherever the
-    checkout lives), else as given."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        return str(Path(path).resolve().relative_to(root))
-    except ValueError:
-        return str(path)
-
-
 # ======================================================================================== B200
 def _b200_class(m: int, n: int, k: int) -> str:
     if max(m, n, k) >= 100_000:
@@ -202,6 +192,7 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         WIDE,
         WIDE_HELDOUT,
         load_h200_timings,
+        shown_path,
     )
     default_src, name, part = {
         None: (CAMPAIGN, "h200", ""),
@@ -232,7 +223,7 @@ def load_h200(path=None, *, split: str | None = None) -> DataSet:
         return ds
     plan = json.loads(Path(src).read_text()).get("plan", {})
     ds.campaign_plan = {ph: list(p["configs"]) for ph, p in plan.items() if isinstance(p, dict) and "configs" in p}
-    ds.source = (f"{_shown(src)}: {env.get('device')}, driver {env.get('driver')}, CuTe DSL {env.get('nvidia_cutlass_dsl')}, "
+    ds.source = (f"{shown_path(src)}: {env.get('device')}, driver {env.get('driver')}, CuTe DSL {env.get('nvidia_cutlass_dsl')}, "
                  f"{env.get('date_utc')}, `{env.get('command')}`; median CUDA-event time of launches queued "
                  "behind a busy kernel; each row simulated at its in-kernel clock")
     base = ArchSpec.h200()
