@@ -28,7 +28,6 @@ from simulator.machine.arch import ArchSpec
 RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results"
 SOURCES = (("v3", "mainloop"), ("v3b", "mainloop_scaling"), ("v3b", "mainloop_cluster"), ("v3c", "mainloop_pace"))
 MAX_TILES = 16
-CLUSTERS = {"c1x1": (1, 1), "c1x2": (1, 2), "c2x1": (2, 1)}      # (cluster_m, cluster_n)
 COMMAND = "python benchmarks/mainloop_replay.py"
 
 
@@ -45,7 +44,7 @@ def runs(min_grid: int = 1) -> list[dict]:
 def config(r: dict) -> Sm90GemmConfig:
     """The GEMM a run's mainloop computes (one row of MAX_TILES tiles per CTA where it had more), as the
     SM90 model's config."""
-    cm, cn = CLUSTERS[r["cluster"]]
+    cm, cn = (int(x) for x in r["cluster"][1:].split("x"))       # "c<cluster_m>x<cluster_n>"
     m, n = (128 if r["a_full"] else r["m"]), r["n"]
     if r["max_tiles_per_cta"] > MAX_TILES:
         m, n = min(m, 128), MAX_TILES * r["grid"] * r["tile_n"]
