@@ -29,6 +29,7 @@ from simulator.engine.run import simulate  # noqa: E402
 from simulator.engine.tune import tune  # noqa: E402
 from simulator.kernels.space import HW_FIELDS, hw_kernel_fields, sm90_config_from_hw  # noqa: E402
 from simulator.machine.arch import ArchSpec  # noqa: E402
+from validation.accuracy.cache import model_hash  # noqa: E402
 from validation.campaign import gpu_tag  # noqa: E402
 
 DATA = (ROOT / "validation/results/h200_streamk.json", ROOT / "validation/results/h200_streamk_nd.json")
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
     over = ", ".join(f"{x.relative_to(ROOT)} ({d['env']['device']}, {d['env']['date_utc']})"
                      for x, d in zip(srcs, datas, strict=True))
     out = [f"# wsim against the measured {' and '.join(phases)} campaign", "",
-           f"`{cmd}` over {over}: wsim tune's pick (`--space hw`, the H200 at the problem's median in-kernel "
+           f"`{cmd}` (model hash {model_hash()}) over {over}: wsim tune's pick (`--space hw`, the H200 at the problem's median in-kernel "
            "clock) measured against cuBLAS (the cuBLAS of the pick's own run), and the model's error on every "
            "measured row (each simulated at its own in-kernel clock).", "",
            "| problem | cuBLAS us (the best's run) | measured best x cuBLAS | tune's pick | measured us | x cuBLAS | "

@@ -53,7 +53,7 @@ from validation.accuracy import (  # noqa: E402
     quick_subset,
     spearman,
 )
-from validation.accuracy.cache import SimCache  # noqa: E402
+from validation.accuracy.cache import SimCache, model_hash  # noqa: E402
 from validation.accuracy.evaluate import time_us  # noqa: E402
 from validation.accuracy.simulate import SimJob, simulate_jobs  # noqa: E402
 
@@ -377,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     cmd = "python benchmarks/tune_check.py " + " ".join(sys.argv[1:] if argv is None else argv)
     lines = ["# `wsim tune`, checked against measured times", "", f"Written by `{cmd.strip()}`.", "",
-             "Every number is from committed measurements and real simulations of the model at HEAD, on the CPU.", ""]
+             "Every number is from committed measurements and real simulations of the model (hash "
+             f"{model_hash()}), on the CPU.", ""]
     data = [d.strip() for d in args.data.split(",") if d.strip()]
     if "h200" in data:
         lines += format_h200(h200_results(jobs=args.jobs, cache=cache, log=log, predicted=not args.no_predicted),
