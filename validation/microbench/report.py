@@ -125,7 +125,14 @@ def _v3_tables(res: dict) -> list[str]:
                  "row pitch B | stripe rows | loads in flight | SMs | TB/s | B/clk/SM | MHz", "rrrrrrr",
                  rows("bstream_pitch", "bstream_pitch"),
                  lambda r: (r["pitch_bytes"], r["box_rows"], r["stages"], r["ctas"], f"{r['bytes_per_s'] / 1e12:.2f}",
-                            f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"])))
+                            f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"]))
+        + _table("A CTA's TMA stream against the SMs streaming at once and its loads in flight (row pitch 16384 B)",
+                 "source | box KiB | CTAs | loads in flight | B/clk/SM | cycles per box | round trip ns | TB/s | MHz",
+                 "lrrrrrrrr", rows("tma_loaded", "loaded"),
+                 lambda r: (r["where"], r["box_rows"] * 128 // 1024, r["ctas"], r["stages"],
+                            f"{r['bytes_per_clk_per_sm']:.1f}", f"{r['cycles_per_box']:.0f}",
+                            f"{r['cycles_per_box'] * r['stages'] / r['clock_mhz'] * 1e3:.0f}" if r["clock_mhz"] else "",
+                            f"{r['bytes_per_s'] / 1e12:.2f}", r["clock_mhz"])))
 
 
 _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of issue 17 (small M, shared lines, "
@@ -136,7 +143,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "filling at once)", "v3f": "issue 17, sixth run (the mainloop with and without TMA traffic during its math, "
            "two warpgroups or one)", "v3g": "issue 17, seventh run (zero fill against the SMs filling at once, at other "
            "zero fractions and wholly past the tensor)", "v3h": "issue 17, eighth run (the mainloop at an aligned and a "
-           "misaligned row pitch in every cluster shape)"}
+           "misaligned row pitch in every cluster shape)", "v3i": "the stream-K fixup's workspace accesses against other SMs' TMA "
+           "loads", "v3j": "the TMA stream's loaded latency: SMs streaming at once against loads in flight, HBM and L2"}
 
 
 def gpu_short_name(name: str | None) -> str:

@@ -1,0 +1,61 @@
+"""A CTA's TMA stream against how many SMs stream at once and how many loads each keeps in flight
+(``cuda/l2share.cu``, ``tma_stream_grouped``: each CTA its own stripe of K-major rows at a row pitch
+of 16 KiB, from HBM after an L2 flush or from a warm L2). Rate = bytes in flight / round trip, so the
+cycles per box at each depth give the loaded latency of the level that serves it, as a function of
+the SMs loading: the v3d ``depth`` runs had 1 and 16 CTAs; the stream-K rows run 16 to 128."""
+
+from __future__ import annotations
+
+from .bstream_pitch import DEPTH_PITCH_K
+from .common import qv
+from .l2share import BOX_COLS, _stream, _try
+
+CTAS = (1, 8, 16, 32, 64, 132)
+DEPTHS = (1, 2, 4, 6)
+BOX_ROWS = (128, 256)
+
+
+def measure(gpu, quick: bool = False) -> dict:
+    from .build import cubin_path
+    fn = gpu.func(cubin_path("l2share"), "tma_stream_grouped")
+    out = gpu.alloc(gpu.sm_count * 8 * 8)
+    k = DEPTH_PITCH_K
+    ctas = tuple(min(c, gpu.sm_count) for c in CTAS)
+    big_bytes = max(ctas) * max(BOX_ROWS) * k * 2
+    big = gpu.alloc(big_bytes)
+    gpu.fill_random(big, big_bytes // 2, seed=11)
+    res: dict = {"loaded": []}
+    for rows in BOX_ROWS:
+        for n in ctas[::2] if quick else ctas:
+            for where in ("hbm", "l2"):
+                for st in DEPTHS:
+                    def tm(rows=rows, n=n):
+                        return gpu.tensor_map_2d(big, k, n * rows, k * 2, BOX_COLS, rows)
+                    count = k // BOX_COLS if where == "hbm" else 32     # L2: 4 KiB of each row
+                    row = _try(res, ("loaded", rows, n, where, st), _stream, gpu, fn, out, tm, n, k // BOX_COLS,
+                               count, rows, 0, rows, 1, 0, flush=where == "hbm", stages=st)
+                    if row is None:
+                        continue
+                    row.update(pitch_bytes=k * 2, where=where)
+                    res["loaded"].append(row)
+                    print(f"[tma_loaded] {where} {rows:3d} rows x{n:3d} CTAs, {st} in flight: "
+                          f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM, {row['cycles_per_box']:7.1f} clk/box, "
+                          f"{row['bytes_per_s'] / 1e12:5.2f} TB/s", flush=True)
+    gpu.free(big)
+    gpu.free(out)
+    res["quantities"] = quantities(res)
+    return res
+
+
+def quantities(res: dict) -> dict:
+    q = {}
+    for r in res["loaded"]:
+        key = f"tma_loaded.{r['where']}.rows{r['box_rows']}.st{r['stages']}.{r['ctas']}sm"
+        src = "HBM (after an L2 flush)" if r["where"] == "hbm" else "L2 (warm)"
+        what = (f"TMA stream of {r['box_rows']} x 128 B boxes at a row pitch of {r['pitch_bytes']} B from {src}, "
+                f"{r['stages']} loads in flight, {r['ctas']} CTA(s) at once, each its own stripe")
+        q[f"{key}.bytes_per_clk_per_sm"] = qv(r["bytes_per_clk_per_sm"], "B/clk/SM", what)
+        q[f"{key}.cycles_per_box"] = qv(r["cycles_per_box"], "cycles", "same run: median CTA's cycles per box "
+                                        "(x loads in flight: the round trip of one load)")
+        q[f"{key}.bytes_per_s"] = qv(r["bytes_per_s"], "B/s", "same run, all CTAs")
+    return q
