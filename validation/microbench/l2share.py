@@ -31,9 +31,10 @@ B_ROWS = 33792                 # 132 stripes of 256 rows
 
 
 def _stream(gpu, fn, out, tmap, n, nbx, count, box_rows, y0, ystride, group, stagger, *, flush=False,
-            stages=STAGES):
+            stages=STAGES, smids=False):
     """One grouped stream launch (after an untimed one, or after an L2 flush); its rates. ``tmap`` is a
-    callable making the descriptor (a failure to make it is a RuntimeError like a failed launch)."""
+    callable making the descriptor (a failure to make it is a RuntimeError like a failed launch);
+    ``smids``: also the SM each CTA ran on, in CTA order."""
     from .driver import Args, span_summary
     tmap = tmap()
     nbytes_box = box_rows * BOX_COLS * 2
@@ -44,9 +45,11 @@ def _stream(gpu, fn, out, tmap, n, nbx, count, box_rows, y0, ystride, group, sta
     else:
         gpu.launch(fn, n, 32, args, smem=smem, tmap=tmap)
     gpu.launch(fn, n, 32, args, smem=smem, tmap=tmap)
-    s = span_summary(gpu.spans(out, n, 8))
+    spans = gpu.spans(out, n, 8)
+    s = span_summary(spans)
     total = n * count * nbytes_box
-    return {"ctas": n, "box_rows": box_rows, "count": count, "stages": stages, "group": group, "stagger": stagger,
+    extra = {"smids": [int(r[4]) for r in spans]} if smids else {}
+    return {**extra, "ctas": n, "box_rows": box_rows, "count": count, "stages": stages, "group": group, "stagger": stagger,
             "bytes_landed": total, "wall_ns": s["wall_ns"], "bytes_per_s": total / s["wall_ns"] * 1e9,
             "bytes_per_clk_per_sm": count * nbytes_box / s["cycles_median"],
             "cycles_per_box": s["cycles_median"] / count, "clock_mhz": s["clock_mhz"]}

@@ -2,7 +2,8 @@
 (``cuda/l2share.cu``, ``tma_stream_grouped``: each CTA its own stripe of K-major rows at a row pitch
 of 16 KiB, from HBM after an L2 flush or from a warm L2). Rate = bytes in flight / round trip, so the
 cycles per box at each depth give the loaded latency of the level that serves it, as a function of
-the SMs loading: the v3d ``depth`` runs had 1 and 16 CTAs; the stream-K rows run 16 to 128."""
+the SMs loading: the v3d ``depth`` runs had 1 and 16 CTAs; the stream-K rows run 16 to 128. Each run
+keeps the SM every CTA ran on (``smids``), so that a limit per GPC can be told from one per SM."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def measure(gpu, quick: bool = False) -> dict:
                         return gpu.tensor_map_2d(big, k, n * rows, k * 2, BOX_COLS, rows)
                     count = k // BOX_COLS if where == "hbm" else 32     # L2: 4 KiB of each row
                     row = _try(res, ("loaded", rows, n, where, st), _stream, gpu, fn, out, tm, n, k // BOX_COLS,
-                               count, rows, 0, rows, 1, 0, flush=where == "hbm", stages=st)
+                               count, rows, 0, rows, 1, 0, flush=where == "hbm", stages=st, smids=True)
                     if row is None:
                         continue
                     row.update(pitch_bytes=k * 2, where=where)
