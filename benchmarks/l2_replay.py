@@ -9,14 +9,21 @@ its constants) with the SM90 model's TMA unit in front (``tma_load_bytes_per_clk
 * the mainloop replays' ``tma`` mode (v3, v3b, v3c): a 4096^3 GEMM's loads alone (each stage released as it
   lands), tiles 128 x N x 64, raster along N, persistent over 132 CTAs or 66 clusters of 2 (1x2: A
   multicast, 2x1: B multicast); cycles per K-block of the busiest CTA.
+* every TMA stream of ``bstream_pitch`` (v3d) and ``tma_loaded`` (v3j) in any committed result: n CTAs, each
+  its own stripe, ``stages`` loads in flight, from HBM after a flush or from a warm L2; cycles per box of the
+  median CTA, and the round trip of one load (cycles per box x loads in flight) against the SMs streaming.
+  ArchSpec.h200() for every run: an H100's HBM is slower than the model's.
 
-    python benchmarks/l2_replay.py
+    python benchmarks/l2_replay.py [--out validation/results]      (--out: also l2_replay.md there)
 """
 
 from __future__ import annotations
 
+import argparse
 import heapq
 import json
+import statistics
+import sys
 from pathlib import Path
 
 from simulator.kernels.sm90_tma_ws import TMA_LOAD_FIXED, TMA_MISS_EXTRA
@@ -151,12 +158,106 @@ def mainloop_rows() -> list[dict]:
     return out
 
 
-def main() -> int:
-    print("| replay | unit | measured | model | model / measured |\n| --- | --- | ---: | ---: | ---: |")
+def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: float) -> float:
+    """Cycles per box of the median CTA: ``ctas`` CTAs each stream ``count`` boxes of ``box`` bytes of their
+    own stripe (no line read twice), ``stages`` in flight, from HBM (every box a miss) or from L2 (every box
+    resident first, as after the microbenchmark's warm-up launch)."""
+    mem, rate, fixed = _memory(ghz)
+    start = 0.0
+    if where == "l2":
+        for c in range(ctas):
+            for i in range(count):
+                mem.load(0.0, (c, i), box)
+        start = 1e8
+        mem.l2.next_free = mem.hbm.next_free = start
+    issued, last = [0] * ctas, [0.0] * ctas
+
+    def next_load(c):
+        if issued[c] == count:
+            return None
+        issued[c] += 1
+        return [((c, issued[c] - 1), box, box)]
+
+    # _stream starts every CTA at 0: shift the L2 case's channels past the warm-up instead.
+    tma_free = [start] * ctas
+    ev = [(start, c) for c in range(ctas) for _ in range(min(stages, count))]
+    heapq.heapify(ev)
+    while ev:
+        now, c = heapq.heappop(ev)
+        loads = next_load(c)
+        if loads is None:
+            continue
+        (key, nbytes, landed), = loads
+        land = mem.load(now, key, nbytes)
+        tma_free[c] = max(tma_free[c], now) + landed / rate
+        land = max(land, tma_free[c] + fixed)
+        last[c] = max(last[c], land)
+        heapq.heappush(ev, (land, c))
+    return (statistics.median(last) - start) / count
+
+
+#: (family, key) of the per-CTA-stripe streams replayed by :func:`stream_rows`.
+STREAM_SETS = (("tma_loaded", "loaded"), ("bstream_pitch", "depth"), ("bstream_pitch", "bstream_pitch"))
+
+
+def stream_rows(paths=None) -> list[dict]:
+    """Every v3d / v3j stream (default: every committed ``*_microbench_v3d.json`` / ``v3j.json``)."""
+    out = []
+    for path in paths or sorted(RESULTS.glob("*_microbench_v3[dj].json")):
+        doc = json.loads(Path(path).read_text())
+        gpu = doc.get("meta", {}).get("device", {}).get("name", "?").replace("NVIDIA ", "")
+        res = doc.get("results", {})
+        for r in (r for fam, key in STREAM_SETS for r in res.get(fam, {}).get(key, [])):
+            where, mhz = r.get("where", "hbm"), r.get("clock_mhz") or 1980.0
+            model = depth_stream(r["ctas"], r["stages"], r["box_rows"] * 128, r["count"], where, mhz / 1e3)
+            out.append({"gpu": gpu, "where": where, "box_kib": r["box_rows"] * 128 // 1024, "ctas": r["ctas"],
+                        "stages": r["stages"], "mhz": mhz, "measured": r["cycles_per_box"], "model": model})
+    return out
+
+
+def _bucket(ctas: int) -> str:
+    return "1" if ctas == 1 else "2-16" if ctas <= 16 else "17-64" if ctas <= 64 else "65+"
+
+
+def stream_tables(rows: list[dict]) -> list[str]:
+    out = ["| GPU | source | box KiB | CTAs | loads in flight | MHz | measured cycles/box | model | model / measured | "
+           "measured round trip ns | model |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    groups: dict[tuple, list[float]] = {}
+    order = ("1", "2-16", "17-64", "65+")
+    for r in sorted(rows, key=lambda r: (r["gpu"], r["where"], r["box_kib"], r["ctas"], r["stages"])):
+        rt = 1e3 * r["stages"] / r["mhz"]
+        out.append(f"| {r['gpu']} | {r['where']} | {r['box_kib']} | {r['ctas']} | {r['stages']} | {r['mhz']:.0f} | "
+                   f"{r['measured']:.0f} | {r['model']:.0f} | {r['model'] / r['measured']:.2f} | "
+                   f"{r['measured'] * rt:.0f} | {r['model'] * rt:.0f} |")
+        groups.setdefault((r["gpu"], r["where"], order.index(_bucket(r["ctas"])), r["stages"] > 2), []).append(
+            r["model"] / r["measured"])
+    out += ["", "| GPU | source | CTAs | loads in flight | runs | median model / measured | min | max |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for (gpu, where, b, deep), v in sorted(groups.items()):
+        out.append(f"| {gpu} | {where} | {order[b]} | {'3 or more' if deep else '1-2'} | {len(v)} | "
+                   f"{statistics.median(v):.2f} | {min(v):.2f} | {max(v):.2f} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="also write l2_replay.md into this folder")
+    a = ap.parse_args(argv)
+    cmd = "python benchmarks/l2_replay.py" + (f" --out {a.out}" if a.out else "")
+    lines = ["# The SM90 model's memory system against the TMA microbenchmarks", "",
+             f"Written by `{cmd}` (benchmarks/l2_replay.py says what each replay is).", "",
+             "| replay | unit | measured | model | model / measured |", "| --- | --- | ---: | ---: | ---: |"]
     for r in share_rows() + mainloop_rows():
-        print(f"| {r['what']} | {r['unit']} | {r['measured']:.2f} | {r['model']:.2f} | {r['model'] / r['measured']:.2f} |")
+        lines.append(f"| {r['what']} | {r['unit']} | {r['measured']:.2f} | {r['model']:.2f} | "
+                     f"{r['model'] / r['measured']:.2f} |")
+    lines += ["", "Streams of v3d / v3j (each CTA its own stripe; round trip = cycles per box x loads in flight):", ""]
+    lines += stream_tables(stream_rows())
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        Path(a.out, "l2_replay.md").write_text(text)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -32,3 +32,42 @@ def test_multicast_mainloop_loads_land_within_ten_percent_of_the_replay(tile_n, 
     r = next(x for x in runs if x["tile_n"] == tile_n and x["cluster"] == cluster and x["mode"] == "tma")
     model = R.mainloop_loads(4096, 4096, 4096, tile_n, cluster, r["stages"], r["clock_mhz"] / 1e3)
     assert model == pytest.approx(r["kblock_cycles"], rel=0.10)
+
+
+def test_one_load_at_a_time_from_l2_is_the_later_of_the_l2_path_and_the_tma_unit():
+    """One CTA, one box in flight, L2-resident: each box is the L2 channel's transfer plus its latency and TMA
+    overhead, or the TMA unit's transfer plus its fixed latency, whichever ends later."""
+    from simulator.kernels.sm90_tma_ws import TMA_LOAD_FIXED
+    from simulator.machine.arch import ArchSpec
+    a, box = ArchSpec.h200().with_overrides({"clock_ghz": 1.98}, origin="test"), 16384
+    via_l2 = box / a.l2_bytes_per_clk + a.l2_latency_cycles.value + a.tma_issue_overhead_cycles.value
+    via_tma = box / a.tma_load_bytes_per_clk_per_sm.value + TMA_LOAD_FIXED.value
+    assert R.depth_stream(1, 1, box, 64, "l2", 1.98) == pytest.approx(max(via_l2, via_tma), rel=1e-9)
+
+
+def test_many_deep_streams_from_hbm_run_at_the_hbm_rate():
+    from simulator.machine.arch import ArchSpec
+    a, box = ArchSpec.h200().with_overrides({"clock_ghz": 1.98}, origin="test"), 16384
+    assert R.depth_stream(132, 8, box, 64, "hbm", 1.98) == pytest.approx(132 * box / a.hbm_bytes_per_clk, rel=0.05)
+
+
+def test_more_loads_in_flight_never_slow_a_stream():
+    for where in ("hbm", "l2"):
+        per_box = [R.depth_stream(16, d, 32768, 32, where, 1.98) for d in (1, 2, 4, 6)]
+        assert all(x >= y - 1e-6 for x, y in zip(per_box, per_box[1:], strict=False)), (where, per_box)
+
+
+def test_stream_tables_list_every_run_and_summarise_by_ctas_and_depth(tmp_path):
+    doc = {"meta": {"device": {"name": "NVIDIA GPU"}}, "results": {"tma_loaded": {"loaded": [
+        {"where": "hbm", "box_rows": 128, "ctas": 16, "stages": 4, "count": 64, "cycles_per_box": 400.0,
+         "clock_mhz": 1980.0},
+        {"where": "l2", "box_rows": 256, "ctas": 1, "stages": 2, "count": 32, "cycles_per_box": 350.0,
+         "clock_mhz": 1980.0}]}}}
+    p = tmp_path / "gpu_microbench_v3j.json"
+    p.write_text(json.dumps(doc))
+    lines = R.stream_tables(R.stream_rows([p]))
+    cut = lines.index("")
+    assert [ln.split(" | ")[:6] for ln in lines[2:cut]] == [["| GPU", "hbm", "16", "16", "4", "1980"],
+                                                            ["| GPU", "l2", "32", "1", "2", "1980"]]
+    assert [ln.split(" | ")[1:5] for ln in lines[cut + 3:]] == [["hbm", "2-16", "3 or more", "1"],
+                                                                ["l2", "1", "1-2", "1"]]
