@@ -34,7 +34,7 @@ def _stream(gpu, fn, out, tmap, n, nbx, count, box_rows, y0, ystride, group, sta
             stages=STAGES, smids=False):
     """One grouped stream launch (after an untimed one, or after an L2 flush); its rates. ``tmap`` is a
     callable making the descriptor (a failure to make it is a RuntimeError like a failed launch);
-    ``smids``: also the SM each CTA ran on, in CTA order."""
+    ``smids``: also the SM each CTA ran on and its cycles, in CTA order."""
     from .driver import Args, span_summary
     tmap = tmap()
     nbytes_box = box_rows * BOX_COLS * 2
@@ -48,7 +48,7 @@ def _stream(gpu, fn, out, tmap, n, nbx, count, box_rows, y0, ystride, group, sta
     spans = gpu.spans(out, n, 8)
     s = span_summary(spans)
     total = n * count * nbytes_box
-    extra = {"smids": [int(r[4]) for r in spans]} if smids else {}
+    extra = {"smids": [int(r[4]) for r in spans], "cta_cycles": [int(r[1]) - int(r[0]) for r in spans]} if smids else {}
     return {**extra, "ctas": n, "box_rows": box_rows, "count": count, "stages": stages, "group": group, "stagger": stagger,
             "bytes_landed": total, "wall_ns": s["wall_ns"], "bytes_per_s": total / s["wall_ns"] * 1e9,
             "bytes_per_clk_per_sm": count * nbytes_box / s["cycles_median"],
