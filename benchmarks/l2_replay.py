@@ -29,6 +29,7 @@ from pathlib import Path
 from simulator.kernels.sm90_tma_ws import TMA_LOAD_FIXED, TMA_MISS_EXTRA
 from simulator.machine.arch import ArchSpec
 from simulator.machine.memory import MemorySystem, MemoryTiming
+from validation.microbench.tma_loaded import L2_BOXES
 
 RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results"
 BOX = 128 * 64 * 2          # one 128-row x 128-byte box (fp16, K-block 64)
@@ -158,15 +159,17 @@ def mainloop_rows() -> list[dict]:
     return out
 
 
-def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: float) -> float:
+def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: float,
+                 distinct: int | None = None) -> float:
     """Cycles per box of the median CTA: ``ctas`` CTAs each stream ``count`` boxes of ``box`` bytes of their
-    own stripe (no line read twice), ``stages`` in flight, from HBM (every box a miss) or from L2 (every box
-    resident first, as after the microbenchmark's warm-up launch)."""
+    own stripe, cycling over its first ``distinct`` boxes (default: all distinct), ``stages`` in flight, from
+    HBM (every box a miss) or from L2 (every box resident first, as after the microbenchmark's warm-up launch)."""
     mem, rate, fixed = _memory(ghz)
+    distinct = distinct or count
     start = 0.0
     if where == "l2":
         for c in range(ctas):
-            for i in range(count):
+            for i in range(distinct):
                 mem.load(0.0, (c, i), box)
         start = 1e8
         mem.l2.next_free = mem.hbm.next_free = start
@@ -176,7 +179,7 @@ def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: 
         if issued[c] == count:
             return None
         issued[c] += 1
-        return [((c, issued[c] - 1), box, box)]
+        return [((c, (issued[c] - 1) % distinct), box, box)]
 
     # _stream starts every CTA at 0: shift the L2 case's channels past the warm-up instead.
     tma_free = [start] * ctas
@@ -207,9 +210,11 @@ def stream_rows(paths=None) -> list[dict]:
         doc = json.loads(Path(path).read_text())
         gpu = doc.get("meta", {}).get("device", {}).get("name", "?").replace("NVIDIA ", "")
         res = doc.get("results", {})
-        for r in (r for fam, key in STREAM_SETS for r in res.get(fam, {}).get(key, [])):
+        for family, r in ((f, r) for f, key in STREAM_SETS for r in res.get(f, {}).get(key, [])):
             where, mhz = r.get("where", "hbm"), r.get("clock_mhz") or 1980.0
-            model = depth_stream(r["ctas"], r["stages"], r["box_rows"] * 128, r["count"], where, mhz / 1e3)
+            # tma_loaded's L2 streams re-read L2_BOXES boxes per CTA (its rows name ``nbx`` since)
+            nbx = r.get("nbx") or (L2_BOXES if family == "tma_loaded" and where == "l2" else r["count"])
+            model = depth_stream(r["ctas"], r["stages"], r["box_rows"] * 128, r["count"], where, mhz / 1e3, nbx)
             out.append({"gpu": gpu, "where": where, "box_kib": r["box_rows"] * 128 // 1024, "ctas": r["ctas"],
                         "stages": r["stages"], "mhz": mhz, "measured": r["cycles_per_box"], "model": model})
     return out
@@ -239,6 +244,31 @@ def stream_tables(rows: list[dict]) -> list[str]:
     return out
 
 
+def shared_cap_rows(paths=None) -> list[str]:
+    """From each v3j L2 run with 8-32 CTAs and 4+ loads in flight: the CTAs that streamed below 3/4 of one CTA's
+    rate alone, their SMs and their summed rate, beside those at full rate (each CTA's SM and cycles are in
+    the run's ``smids`` / ``cta_cycles``): whether a limit is shared by a group of SMs rather than per SM."""
+    out = ["| GPU | box KiB | CTAs | loads in flight | one CTA alone B/clk | slowed CTAs | their SMs | their sum B/clk | "
+           "CTAs at >= 3/4 of alone |", "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for path in paths or sorted(RESULTS.glob("*_microbench_v3j*.json")):
+        doc = json.loads(Path(path).read_text())
+        gpu = doc.get("meta", {}).get("device", {}).get("name", "?").replace("NVIDIA ", "")
+        runs = [r for r in doc.get("results", {}).get("tma_loaded", {}).get("loaded", []) if r["where"] == "l2"]
+        for r in runs:
+            if not (8 <= r["ctas"] <= 32 and r["stages"] >= 4 and r.get("cta_cycles")):
+                continue
+            alone = next((x["bytes_per_clk_per_sm"] for x in runs if x["ctas"] == 1 and x["box_rows"] == r["box_rows"]
+                          and x["stages"] == r["stages"]), None)
+            if not alone:
+                continue
+            rate = [r["count"] * r["box_rows"] * 128 / c for c in r["cta_cycles"]]
+            slow = [(sm, v) for sm, v in zip(r["smids"], rate, strict=True) if v < 0.75 * alone]
+            out.append(f"| {gpu} ({Path(path).stem.split('_')[-1]}) | {r['box_rows'] * 128 // 1024} | {r['ctas']} | "
+                       f"{r['stages']} | {alone:.0f} | {len(slow)} | {' '.join(str(sm) for sm, _ in sorted(slow))} | "
+                       f"{sum(v for _, v in slow):.0f} | {len(rate) - len(slow)} |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="also write l2_replay.md into this folder")
@@ -252,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['model'] / r['measured']:.2f} |")
     lines += ["", "Streams of v3d / v3j (each CTA its own stripe; round trip = cycles per box x loads in flight):", ""]
     lines += stream_tables(stream_rows())
+    lines += ["", "CTAs slowed together (v3j, L2-resident, each CTA its own lines): a limit shared by a group of SMs "
+              "shows as a set of slowed SMs whose summed rate stays the same as the set grows.", ""]
+    lines += shared_cap_rows()
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

@@ -71,3 +71,16 @@ def test_stream_tables_list_every_run_and_summarise_by_ctas_and_depth(tmp_path):
                                                             ["| GPU", "l2", "32", "1", "2", "1980"]]
     assert [ln.split(" | ")[1:5] for ln in lines[cut + 3:]] == [["hbm", "2-16", "3 or more", "1"],
                                                                 ["l2", "1", "1-2", "1"]]
+
+
+def test_shared_cap_rows_name_the_slowed_smis_and_their_summed_rate(tmp_path):
+    box_rows, count = 128, 32
+    cyc = lambda rate: count * box_rows * 128 / rate  # noqa: E731 - cycles of a CTA streaming at ``rate`` B/clk
+    runs = [{"where": "l2", "ctas": 1, "box_rows": box_rows, "stages": 4, "count": count, "bytes_per_clk_per_sm": 100.0,
+             "smids": [5], "cta_cycles": [cyc(100.0)]},
+            {"where": "l2", "ctas": 8, "box_rows": box_rows, "stages": 4, "count": count, "bytes_per_clk_per_sm": 60.0,
+             "smids": [7, 3, 9, 11, 2, 4, 6, 8], "cta_cycles": [cyc(v) for v in (62.5,) * 4 + (99.0,) * 4]}]
+    p = tmp_path / "gpu_microbench_v3j.json"
+    p.write_text(json.dumps({"meta": {"device": {"name": "NVIDIA GPU"}}, "results": {"tma_loaded": {"loaded": runs}}}))
+    rows = R.shared_cap_rows([p])[2:]
+    assert rows == ["| GPU (v3j) | 16 | 8 | 4 | 100 | 4 | 3 7 9 11 | 250 | 4 |"]

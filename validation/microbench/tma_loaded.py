@@ -14,6 +14,7 @@ from .l2share import BOX_COLS, _stream, _try
 CTAS = (1, 8, 16, 32, 64, 132)
 DEPTHS = (1, 2, 4, 6)
 BOX_ROWS = (128, 256)
+L2_BOXES = 4
 
 
 def measure(gpu, quick: bool = False) -> dict:
@@ -32,12 +33,14 @@ def measure(gpu, quick: bool = False) -> dict:
                 for st in DEPTHS:
                     def tm(rows=rows, n=n):
                         return gpu.tensor_map_2d(big, k, n * rows, k * 2, BOX_COLS, rows)
-                    count = k // BOX_COLS if where == "hbm" else 32     # L2: 4 KiB of each row
-                    row = _try(res, ("loaded", rows, n, where, st), _stream, gpu, fn, out, tm, n, k // BOX_COLS,
+                    # HBM: the whole stripe once; L2: 32 boxes over the first L2_BOXES of each row, re-read
+                    # (ctas x rows x L2_BOXES x 128 B <= 17 MB: resident at every CTA count)
+                    count, nbx = (k // BOX_COLS, k // BOX_COLS) if where == "hbm" else (32, L2_BOXES)
+                    row = _try(res, ("loaded", rows, n, where, st), _stream, gpu, fn, out, tm, n, nbx,
                                count, rows, 0, rows, 1, 0, flush=where == "hbm", stages=st, smids=True)
                     if row is None:
                         continue
-                    row.update(pitch_bytes=k * 2, where=where)
+                    row.update(pitch_bytes=k * 2, where=where, nbx=nbx)
                     res["loaded"].append(row)
                     print(f"[tma_loaded] {where} {rows:3d} rows x{n:3d} CTAs, {st} in flight: "
                           f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM, {row['cycles_per_box']:7.1f} clk/box, "
