@@ -49,10 +49,11 @@ def _memory(ghz: float) -> tuple[MemorySystem, float, float]:
     return mem, a.tma_load_bytes_per_clk_per_sm.value, TMA_LOAD_FIXED.value
 
 
-def _stream(mem, rate, fixed, ctas: int, stages: int, next_load) -> float:
+def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | None = None) -> float:
     """Every CTA keeps ``stages`` loads in flight, issuing its next as its oldest lands; ``next_load(c)``
     gives CTA c's next stage as a list of (L2 key, bytes read, bytes its TMA unit lands: read bytes x
-    multicast destinations), or None when it is done. Returns the cycle the last load lands."""
+    multicast destinations), or None when it is done. Returns the cycle the last load lands (``last``, if
+    given, gets each CTA's)."""
     tma_free = [0.0] * ctas
     ev: list = []
 
@@ -72,6 +73,8 @@ def _stream(mem, rate, fixed, ctas: int, stages: int, next_load) -> float:
     end = 0.0
     while ev:
         end, c = heapq.heappop(ev)
+        if last is not None:
+            last[c] = end
         issue(c, end)
     return end
 
@@ -166,13 +169,13 @@ def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: 
     HBM (every box a miss) or from L2 (every box resident first, as after the microbenchmark's warm-up launch)."""
     mem, rate, fixed = _memory(ghz)
     distinct = distinct or count
-    start = 0.0
-    if where == "l2":
+    if where == "l2":   # the lines resident (a warm-up launch), the channels idle when the timed one starts
+        mem.fill_wait = False
         for c in range(ctas):
             for i in range(distinct):
                 mem.load(0.0, (c, i), box)
-        start = 1e8
-        mem.l2.next_free = mem.hbm.next_free = start
+        mem.fill_wait = True
+        mem.l2.next_free = mem.hbm.next_free = 0.0
     issued, last = [0] * ctas, [0.0] * ctas
 
     def next_load(c):
@@ -181,22 +184,8 @@ def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: 
         issued[c] += 1
         return [((c, (issued[c] - 1) % distinct), box, box)]
 
-    # _stream starts every CTA at 0: shift the L2 case's channels past the warm-up instead.
-    tma_free = [start] * ctas
-    ev = [(start, c) for c in range(ctas) for _ in range(min(stages, count))]
-    heapq.heapify(ev)
-    while ev:
-        now, c = heapq.heappop(ev)
-        loads = next_load(c)
-        if loads is None:
-            continue
-        (key, nbytes, landed), = loads
-        land = mem.load(now, key, nbytes)
-        tma_free[c] = max(tma_free[c], now) + landed / rate
-        land = max(land, tma_free[c] + fixed)
-        last[c] = max(last[c], land)
-        heapq.heappush(ev, (land, c))
-    return (statistics.median(last) - start) / count
+    _stream(mem, rate, fixed, ctas, stages, next_load, last)
+    return statistics.median(last) / count
 
 
 #: (family, key) of the per-CTA-stripe streams replayed by :func:`stream_rows`.
