@@ -30,7 +30,9 @@ def measure(gpu, quick: bool = False) -> dict:
     big = gpu.alloc(big_bytes)
     gpu.fill_random(big, big_bytes // 2, seed=7)
     res: dict = {"bstream_pitch": [], "depth": []}
-    _depth(gpu, fn, out, big, res, quick)
+    # rate against loads in flight: 128- and 256-row boxes (16 and 32 KiB), HBM and L2
+    res["depth"] = depth_runs(gpu, fn, out, big, res, "depth", ctas=DEPTH_CTAS,
+                              stages=DEPTH_STAGES[::2] if quick else DEPTH_STAGES)
     for k in PITCH_K[::2] if quick else PITCH_K:
         for rows, stages in TILES:
             for n in CTAS:
@@ -50,27 +52,33 @@ def measure(gpu, quick: bool = False) -> dict:
     return res
 
 
-def _depth(gpu, fn, out, big, res, quick) -> None:
-    """Rate against loads in flight, 128- and 256-row boxes (16 and 32 KiB), HBM and L2."""
+def depth_runs(gpu, fn, out, big, res, key: str, *, ctas, stages, l2_boxes: int | None = None,
+               smids: bool = False) -> list[dict]:
+    """Each CTA streams its own stripe of 128- or 256-row boxes at a row pitch of ``2 * DEPTH_PITCH_K`` B,
+    ``stages`` loads in flight, ``ctas`` CTAs at once: from HBM (the whole stripe once, after an L2 flush)
+    and from L2 (32 boxes over the first ``l2_boxes`` of each row, re-read; default all distinct, 4 KiB
+    of each row). Failed runs go to ``res["errors"]``; ``smids``: each CTA's SM and cycles too."""
     k = DEPTH_PITCH_K
+    rows_out = []
     for rows in (128, 256):
-        for n in DEPTH_CTAS:
+        for n in ctas:
             for where in ("hbm", "l2"):
-                for st in DEPTH_STAGES[::2] if quick else DEPTH_STAGES:
+                for st in stages:
                     if st * rows * BOX_COLS * 2 > 200 * 1024:
                         continue
                     def tm(rows=rows, n=n):
                         return gpu.tensor_map_2d(big, k, n * rows, k * 2, BOX_COLS, rows)
-                    count = k // BOX_COLS if where == "hbm" else 32     # L2: 4 KiB of each row, <= 16 MiB
-                    row = _try(res, ("depth", rows, n, where, st), _stream, gpu, fn, out, tm, n, k // BOX_COLS,
-                               count, rows, 0, rows, 1, 0, flush=where == "hbm", stages=st)
+                    count, nbx = (k // BOX_COLS, k // BOX_COLS) if where == "hbm" else (32, l2_boxes or k // BOX_COLS)
+                    row = _try(res, (key, rows, n, where, st), _stream, gpu, fn, out, tm, n, nbx,
+                               count, rows, 0, rows, 1, 0, flush=where == "hbm", stages=st, smids=smids)
                     if row is None:
                         continue
-                    row.update(pitch_bytes=k * 2, where=where)
-                    res["depth"].append(row)
-                    print(f"[bstream_pitch] depth {where} {rows:3d} rows x{n:2d}, {st} in flight: "
-                          f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM, {row['cycles_per_box']:7.1f} clk/box",
-                          flush=True)
+                    row.update(pitch_bytes=k * 2, where=where, nbx=nbx)
+                    rows_out.append(row)
+                    print(f"[{key}] {where} {rows:3d} rows x{n:3d} CTAs, {st} in flight: "
+                          f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM, {row['cycles_per_box']:7.1f} clk/box, "
+                          f"{row['bytes_per_s'] / 1e12:5.2f} TB/s", flush=True)
+    return rows_out
 
 
 def quantities(res: dict) -> dict:

@@ -7,13 +7,11 @@ keeps the SM every CTA ran on (``smids``), so that a limit per GPC can be told f
 
 from __future__ import annotations
 
-from .bstream_pitch import DEPTH_PITCH_K
+from .bstream_pitch import DEPTH_PITCH_K, depth_runs
 from .common import qv
-from .l2share import BOX_COLS, _stream, _try
 
 CTAS = (1, 8, 16, 32, 64, 132)
 DEPTHS = (1, 2, 4, 6)
-BOX_ROWS = (128, 256)
 L2_BOXES = 4
 
 
@@ -21,30 +19,14 @@ def measure(gpu, quick: bool = False) -> dict:
     from .build import cubin_path
     fn = gpu.func(cubin_path("l2share"), "tma_stream_grouped")
     out = gpu.alloc(gpu.sm_count * 8 * 8)
-    k = DEPTH_PITCH_K
     ctas = tuple(min(c, gpu.sm_count) for c in CTAS)
-    big_bytes = max(ctas) * max(BOX_ROWS) * k * 2
+    big_bytes = max(ctas) * 256 * DEPTH_PITCH_K * 2
     big = gpu.alloc(big_bytes)
     gpu.fill_random(big, big_bytes // 2, seed=11)
-    res: dict = {"loaded": []}
-    for rows in BOX_ROWS:
-        for n in ctas[::2] if quick else ctas:
-            for where in ("hbm", "l2"):
-                for st in DEPTHS:
-                    def tm(rows=rows, n=n):
-                        return gpu.tensor_map_2d(big, k, n * rows, k * 2, BOX_COLS, rows)
-                    # HBM: the whole stripe once; L2: 32 boxes over the first L2_BOXES of each row, re-read
-                    # (ctas x rows x L2_BOXES x 128 B <= 17 MB: resident at every CTA count)
-                    count, nbx = (k // BOX_COLS, k // BOX_COLS) if where == "hbm" else (32, L2_BOXES)
-                    row = _try(res, ("loaded", rows, n, where, st), _stream, gpu, fn, out, tm, n, nbx,
-                               count, rows, 0, rows, 1, 0, flush=where == "hbm", stages=st, smids=True)
-                    if row is None:
-                        continue
-                    row.update(pitch_bytes=k * 2, where=where, nbx=nbx)
-                    res["loaded"].append(row)
-                    print(f"[tma_loaded] {where} {rows:3d} rows x{n:3d} CTAs, {st} in flight: "
-                          f"{row['bytes_per_clk_per_sm']:6.1f} B/clk/SM, {row['cycles_per_box']:7.1f} clk/box, "
-                          f"{row['bytes_per_s'] / 1e12:5.2f} TB/s", flush=True)
+    res: dict = {}
+    # L2: 32 boxes over the first L2_BOXES of each row (ctas x rows x L2_BOXES x 128 B <= 17 MB: resident)
+    res["loaded"] = depth_runs(gpu, fn, out, big, res, "loaded", ctas=ctas[::2] if quick else ctas, stages=DEPTHS,
+                               l2_boxes=L2_BOXES, smids=True)
     gpu.free(big)
     gpu.free(out)
     res["quantities"] = quantities(res)
