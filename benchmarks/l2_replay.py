@@ -26,9 +26,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from simulator.kernels.sm90_tma_ws import TMA_LOAD_FIXED, TMA_MISS_EXTRA
+from simulator.kernels.scheduler import sm90_gpc_count, sm90_launch_gpcs
+from simulator.kernels.sm90_tma_ws import GPC_L2_BYTES_PER_S, TMA_LOAD_FIXED, TMA_MISS_EXTRA
 from simulator.machine.arch import ArchSpec
-from simulator.machine.memory import MemorySystem, MemoryTiming
+from simulator.machine.memory import Channel, MemorySystem, MemoryTiming
 from validation.microbench.tma_loaded import L2_BOXES
 
 RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results"
@@ -49,13 +50,26 @@ def _memory(ghz: float) -> tuple[MemorySystem, float, float]:
     return mem, a.tma_load_bytes_per_clk_per_sm.value, TMA_LOAD_FIXED.value
 
 
-def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | None = None) -> float:
+def _gpc_links(mem, ctas: int, cluster_size: int = 1) -> list:
+    """Each CTA's GPC link, placed as the SM90 model places a launch of ``ctas`` CTAs (clusters of
+    ``cluster_size``) at the memory system's clock (its L2 rate is per SM cycle)."""
+    a = ArchSpec.h200()
+    ghz = a.l2_bytes_per_s.value / mem.l2.bytes_per_cycle / 1e9
+    links = [Channel(f"gpc{g}", GPC_L2_BYTES_PER_S.value / (ghz * 1e9)) for g in range(sm90_gpc_count(a))]
+    gpc_of = sm90_launch_gpcs(cluster_size, -(-ctas // cluster_size), a)
+    return [links[gpc_of[c // cluster_size]] for c in range(ctas)]
+
+
+def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | None = None,
+            links: list | None = None) -> float:
     """Every CTA keeps ``stages`` loads in flight, issuing its next as its oldest lands; ``next_load(c)``
     gives CTA c's next stage as a list of (L2 key, bytes read, bytes its TMA unit lands: read bytes x
-    multicast destinations), or None when it is done. Returns the cycle the last load lands (``last``, if
-    given, gets each CTA's)."""
+    multicast destinations), or None when it is done; ``links`` (optional): each CTA's GPC link, which its
+    read bytes also cross (:func:`_gpc_links`). Returns the cycle the last load lands (``last``, if given,
+    gets each CTA's)."""
     tma_free = [0.0] * ctas
     ev: list = []
+    g_lat = mem.t.l2_latency + mem.t.tma_overhead
 
     def issue(c: int, now: float) -> None:
         loads = next_load(c)
@@ -64,6 +78,8 @@ def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | No
         land = now
         for key, nbytes, landed in loads:
             land = max(land, mem.load(now, key, nbytes))
+            if links is not None:
+                land = max(land, links[c].reserve(now, nbytes) + g_lat)
             tma_free[c] = max(tma_free[c], now) + landed / rate
         heapq.heappush(ev, (max(land, tma_free[c] + fixed), c))
 
@@ -163,7 +179,7 @@ def mainloop_rows() -> list[dict]:
 
 
 def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: float,
-                 distinct: int | None = None) -> float:
+                 distinct: int | None = None, gpc: bool = True) -> float:
     """Cycles per box of the median CTA: ``ctas`` CTAs each stream ``count`` boxes of ``box`` bytes of their
     own stripe, cycling over its first ``distinct`` boxes (default: all distinct), ``stages`` in flight, from
     HBM (every box a miss) or from L2 (every box resident first, as after the microbenchmark's warm-up launch)."""
@@ -184,7 +200,7 @@ def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: 
         issued[c] += 1
         return [((c, (issued[c] - 1) % distinct), box, box)]
 
-    _stream(mem, rate, fixed, ctas, stages, next_load, last)
+    _stream(mem, rate, fixed, ctas, stages, next_load, last, _gpc_links(mem, ctas) if gpc else None)
     return statistics.median(last) / count
 
 
@@ -203,9 +219,10 @@ def stream_rows(paths=None) -> list[dict]:
             where, mhz = r.get("where", "hbm"), r.get("clock_mhz") or 1980.0
             # tma_loaded's L2 streams re-read L2_BOXES boxes per CTA (its rows name ``nbx`` since)
             nbx = r.get("nbx") or (L2_BOXES if family == "tma_loaded" and where == "l2" else r["count"])
-            model = depth_stream(r["ctas"], r["stages"], r["box_rows"] * 128, r["count"], where, mhz / 1e3, nbx)
+            args = (r["ctas"], r["stages"], r["box_rows"] * 128, r["count"], where, mhz / 1e3, nbx)
             out.append({"gpu": gpu, "where": where, "box_kib": r["box_rows"] * 128 // 1024, "ctas": r["ctas"],
-                        "stages": r["stages"], "mhz": mhz, "measured": r["cycles_per_box"], "model": model})
+                        "stages": r["stages"], "mhz": mhz, "measured": r["cycles_per_box"],
+                        "model": depth_stream(*args), "no_gpc": depth_stream(*args, gpc=False)})
     return out
 
 
@@ -215,21 +232,24 @@ def _bucket(ctas: int) -> str:
 
 def stream_tables(rows: list[dict]) -> list[str]:
     out = ["| GPU | source | box KiB | CTAs | loads in flight | MHz | measured cycles/box | model | model / measured | "
-           "measured round trip ns | model |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    groups: dict[tuple, list[float]] = {}
+           "without GPC links | measured round trip ns | model |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    groups: dict[tuple, list[tuple[float, float]]] = {}
     order = ("1", "2-16", "17-64", "65+")
     for r in sorted(rows, key=lambda r: (r["gpu"], r["where"], r["box_kib"], r["ctas"], r["stages"])):
         rt = 1e3 * r["stages"] / r["mhz"]
         out.append(f"| {r['gpu']} | {r['where']} | {r['box_kib']} | {r['ctas']} | {r['stages']} | {r['mhz']:.0f} | "
                    f"{r['measured']:.0f} | {r['model']:.0f} | {r['model'] / r['measured']:.2f} | "
-                   f"{r['measured'] * rt:.0f} | {r['model'] * rt:.0f} |")
+                   f"{r['no_gpc'] / r['measured']:.2f} | {r['measured'] * rt:.0f} | {r['model'] * rt:.0f} |")
         groups.setdefault((r["gpu"], r["where"], order.index(_bucket(r["ctas"])), r["stages"] > 2), []).append(
-            r["model"] / r["measured"])
-    out += ["", "| GPU | source | CTAs | loads in flight | runs | median model / measured | min | max |",
-            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+            (r["model"] / r["measured"], r["no_gpc"] / r["measured"]))
+    out += ["", "| GPU | source | CTAs | loads in flight | runs | median model / measured | min | max | "
+            "median without GPC links |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for (gpu, where, b, deep), v in sorted(groups.items()):
+        w = [x for x, _ in v]
         out.append(f"| {gpu} | {where} | {order[b]} | {'3 or more' if deep else '1-2'} | {len(v)} | "
-                   f"{statistics.median(v):.2f} | {min(v):.2f} | {max(v):.2f} |")
+                   f"{statistics.median(w):.2f} | {min(w):.2f} | {max(w):.2f} | "
+                   f"{statistics.median(x for _, x in v):.2f} |")
     return out
 
 

@@ -269,3 +269,41 @@ def test_all_linear_ids_distinct_tiles():
         tiles = [r.cluster_tile(i) for i in range(r.num_clusters)]
         assert len({(t.m_idx, t.n_idx, t.l_idx) for t in tiles}) == len(tiles)
         assert r.cluster_tile(r.num_clusters) == INVALID and r.cluster_tile(-1) == INVALID
+
+
+def test_sm90_launch_gpcs_follow_the_measured_launch_order():
+    """Per-GPC CTA counts of every grid of h100_microbench_v3j (its ``smids``, mapped to GPCs by the
+    H200's placement domains, the same GH100 floorplan): the model places the same numbers."""
+    import json
+    from pathlib import Path
+
+    from simulator.kernels.scheduler import H200_DOMAIN_GPC, sm90_launch_gpcs
+    res = Path(__file__).resolve().parents[1] / "validation" / "results"
+    domains = json.loads((res / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
+    gpc_of_sm = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(domains) for sm in d}
+    runs = json.loads((res / "h100_microbench_v3j.json").read_text())["results"]["tma_loaded"]["loaded"]
+    arch = ArchSpec.h200()
+    seen = set()
+    for r in runs:
+        if r["ctas"] in seen:
+            continue
+        seen.add(r["ctas"])
+        assert Counter(gpc_of_sm[sm] for sm in r["smids"]) == Counter(sm90_launch_gpcs(1, r["ctas"], arch)), r["ctas"]
+    assert seen == {1, 8, 16, 32, 64, 132}
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 6, 8, 9, 12, 16])
+def test_sm90_launch_gpcs_fill_each_gpc_to_its_cluster_capacity(size):
+    from simulator.kernels.scheduler import (
+        H200_DOMAIN_GPC,
+        H200_PLACEMENT_DOMAINS,
+        sm90_cluster_capacity,
+        sm90_launch_gpcs,
+    )
+    arch = ArchSpec.h200()
+    cap = sm90_cluster_capacity(size, arch)
+    got = Counter(sm90_launch_gpcs(size, cap, arch))
+    want: Counter = Counter()
+    for d, g in zip(H200_PLACEMENT_DOMAINS, H200_DOMAIN_GPC, strict=True):
+        want[g] += d // size
+    assert got == +want
