@@ -1,7 +1,8 @@
 """The SM90 model's memory system against the L2 microbenchmarks it should reproduce, in the same run.
 
 Two of the H200's measured TMA streams are replayed on ``MemorySystem`` (the shipped L2 / HBM model and
-its constants) with the SM90 model's TMA unit in front (``tma_load_bytes_per_clk_per_sm``, then
+its constants) behind the SM90 model's GPC links (``gpc_l2_to_sm_bytes_per_s``, CTAs placed in the launch
+order) and with its TMA unit in front (``tma_load_bytes_per_clk_per_sm``, then
 ``tma_load_fixed_cycles``), at each run's measured clock, and printed as model / measured:
 
 * ``l2share`` (validation/results/h200_microbench_v3.json): g CTAs per 128 x 64 box, 6 loads in flight,
@@ -116,7 +117,7 @@ def l2share(group: int, stagger: int, ghz: float, sms: int = 132) -> float:
         pos[c] = (pos[c] + 1) % nbx
         return [(key, BOX, BOX)]
 
-    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, next_load) - start
+    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, next_load, links=_gpc_links(mem, ctas)) - start
     return ctas * SHARE_COUNT * BOX / (cycles / (ghz * 1e9))
 
 
@@ -148,7 +149,8 @@ def mainloop_loads(m: int, n: int, k: int, tile_n: int, cluster: str, stages: in
 
     # One cluster is one stream here: its CTAs issue together and land together (the stage is full when
     # every multicast slice has landed); the TMA rate is each CTA's, so a cluster's unit is scaled by size.
-    end = _stream(mem, rate * size, fixed, grid, stages, next_load)
+    links = _gpc_links(mem, grid * size, size)[::size]
+    end = _stream(mem, rate * size, fixed, grid, stages, next_load, links=links)
     return end / (max(len(x) for x in tiles) * kt)
 
 
