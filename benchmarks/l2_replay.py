@@ -1,8 +1,7 @@
 """The SM90 model's memory system against the L2 microbenchmarks it should reproduce, in the same run.
 
 Two of the H200's measured TMA streams are replayed on ``MemorySystem`` (the shipped L2 / HBM model and
-its constants) behind the SM90 model's GPC links (``gpc_l2_to_sm_bytes_per_s``, CTAs placed in the launch
-order) and with its TMA unit in front (``tma_load_bytes_per_clk_per_sm``, then
+its constants) with the SM90 model's TMA unit in front (``tma_load_bytes_per_clk_per_sm``, then
 ``tma_load_fixed_cycles``), at each run's measured clock, and printed as model / measured:
 
 * ``l2share`` (validation/results/h200_microbench_v3.json): g CTAs per 128 x 64 box, 6 loads in flight,
@@ -13,7 +12,8 @@ order) and with its TMA unit in front (``tma_load_bytes_per_clk_per_sm``, then
 * every TMA stream of ``bstream_pitch`` (v3d) and ``tma_loaded`` (v3j) in any committed result: n CTAs, each
   its own stripe, ``stages`` loads in flight, from HBM after a flush or from a warm L2; cycles per box of the
   median CTA, and the round trip of one load (cycles per box x loads in flight) against the SMs streaming.
-  ArchSpec.h200() for every run: an H100's HBM is slower than the model's.
+  ArchSpec.h200() for every run: an H100's HBM is slower than the model's. Beside the shipped model, the
+  same streams behind the candidate GPC links of ``benchmarks/gpc_links.py`` (not in the model).
 
     python benchmarks/l2_replay.py [--out validation/results]      (--out: also l2_replay.md there)
 """
@@ -27,13 +27,17 @@ import statistics
 import sys
 from pathlib import Path
 
-from simulator.kernels.scheduler import sm90_gpc_count, sm90_launch_gpcs
-from simulator.kernels.sm90_tma_ws import GPC_L2_BYTES_PER_S, TMA_LOAD_FIXED, TMA_MISS_EXTRA
+from simulator.kernels.sm90_tma_ws import TMA_LOAD_FIXED, TMA_MISS_EXTRA
 from simulator.machine.arch import ArchSpec
-from simulator.machine.memory import Channel, MemorySystem, MemoryTiming
+from simulator.machine.memory import MemorySystem, MemoryTiming
 from validation.microbench.tma_loaded import L2_BOXES
 
-RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results"
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:           # run as a script: benchmarks/ is not a package
+    sys.path.insert(0, str(ROOT))
+from benchmarks.gpc_links import gpc_links  # noqa: E402
+
+RESULTS = ROOT / "validation" / "results"
 BOX = 128 * 64 * 2          # one 128-row x 128-byte box (fp16, K-block 64)
 SHARE_STAGES = 6            # validation.microbench.l2share.STAGES
 SHARE_COUNT = 256           # boxes per CTA (the full run)
@@ -52,13 +56,9 @@ def _memory(ghz: float) -> tuple[MemorySystem, float, float]:
 
 
 def _gpc_links(mem, ctas: int, cluster_size: int = 1) -> list:
-    """Each CTA's GPC link, placed as the SM90 model places a launch of ``ctas`` CTAs (clusters of
-    ``cluster_size``) at the memory system's clock (its L2 rate is per SM cycle)."""
-    a = ArchSpec.h200()
-    ghz = a.l2_bytes_per_s.value / mem.l2.bytes_per_cycle / 1e9
-    links = [Channel(f"gpc{g}", GPC_L2_BYTES_PER_S.value / (ghz * 1e9)) for g in range(sm90_gpc_count(a))]
-    gpc_of = sm90_launch_gpcs(cluster_size, -(-ctas // cluster_size), a)
-    return [links[gpc_of[c // cluster_size]] for c in range(ctas)]
+    """The candidate GPC links (``benchmarks/gpc_links.py``) at the memory system's clock."""
+    ghz = ArchSpec.h200().l2_bytes_per_s.value / mem.l2.bytes_per_cycle / 1e9
+    return gpc_links(ctas, ghz, cluster_size)
 
 
 def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | None = None,
@@ -117,7 +117,7 @@ def l2share(group: int, stagger: int, ghz: float, sms: int = 132) -> float:
         pos[c] = (pos[c] + 1) % nbx
         return [(key, BOX, BOX)]
 
-    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, next_load, links=_gpc_links(mem, ctas)) - start
+    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, next_load) - start
     return ctas * SHARE_COUNT * BOX / (cycles / (ghz * 1e9))
 
 
@@ -149,8 +149,7 @@ def mainloop_loads(m: int, n: int, k: int, tile_n: int, cluster: str, stages: in
 
     # One cluster is one stream here: its CTAs issue together and land together (the stage is full when
     # every multicast slice has landed); the TMA rate is each CTA's, so a cluster's unit is scaled by size.
-    links = _gpc_links(mem, grid * size, size)[::size]
-    end = _stream(mem, rate * size, fixed, grid, stages, next_load, links=links)
+    end = _stream(mem, rate * size, fixed, grid, stages, next_load)
     return end / (max(len(x) for x in tiles) * kt)
 
 
@@ -181,10 +180,11 @@ def mainloop_rows() -> list[dict]:
 
 
 def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: float,
-                 distinct: int | None = None, gpc: bool = True) -> float:
+                 distinct: int | None = None, gpc: bool = False) -> float:
     """Cycles per box of the median CTA: ``ctas`` CTAs each stream ``count`` boxes of ``box`` bytes of their
     own stripe, cycling over its first ``distinct`` boxes (default: all distinct), ``stages`` in flight, from
-    HBM (every box a miss) or from L2 (every box resident first, as after the microbenchmark's warm-up launch)."""
+    HBM (every box a miss) or from L2 (every box resident first, as after the microbenchmark's warm-up launch);
+    ``gpc``: behind the candidate GPC links."""
     mem, rate, fixed = _memory(ghz)
     distinct = distinct or count
     if where == "l2":   # the lines resident (a warm-up launch), the channels idle when the timed one starts
@@ -224,7 +224,7 @@ def stream_rows(paths=None) -> list[dict]:
             args = (r["ctas"], r["stages"], r["box_rows"] * 128, r["count"], where, mhz / 1e3, nbx)
             out.append({"gpu": gpu, "where": where, "box_kib": r["box_rows"] * 128 // 1024, "ctas": r["ctas"],
                         "stages": r["stages"], "mhz": mhz, "measured": r["cycles_per_box"],
-                        "model": depth_stream(*args), "no_gpc": depth_stream(*args, gpc=False)})
+                        "model": depth_stream(*args), "gpc": depth_stream(*args, gpc=True)})
     return out
 
 
@@ -234,7 +234,7 @@ def _bucket(ctas: int) -> str:
 
 def stream_tables(rows: list[dict]) -> list[str]:
     out = ["| GPU | source | box KiB | CTAs | loads in flight | MHz | measured cycles/box | model | model / measured | "
-           "without GPC links | measured round trip ns | model |",
+           "with GPC links | measured round trip ns | model |",
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     groups: dict[tuple, list[tuple[float, float]]] = {}
     order = ("1", "2-16", "17-64", "65+")
@@ -242,11 +242,11 @@ def stream_tables(rows: list[dict]) -> list[str]:
         rt = 1e3 * r["stages"] / r["mhz"]
         out.append(f"| {r['gpu']} | {r['where']} | {r['box_kib']} | {r['ctas']} | {r['stages']} | {r['mhz']:.0f} | "
                    f"{r['measured']:.0f} | {r['model']:.0f} | {r['model'] / r['measured']:.2f} | "
-                   f"{r['no_gpc'] / r['measured']:.2f} | {r['measured'] * rt:.0f} | {r['model'] * rt:.0f} |")
+                   f"{r['gpc'] / r['measured']:.2f} | {r['measured'] * rt:.0f} | {r['model'] * rt:.0f} |")
         groups.setdefault((r["gpu"], r["where"], order.index(_bucket(r["ctas"])), r["stages"] > 2), []).append(
-            (r["model"] / r["measured"], r["no_gpc"] / r["measured"]))
+            (r["model"] / r["measured"], r["gpc"] / r["measured"]))
     out += ["", "| GPU | source | CTAs | loads in flight | runs | median model / measured | min | max | "
-            "median without GPC links |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+            "median with GPC links |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for (gpu, where, b, deep), v in sorted(groups.items()):
         w = [x for x, _ in v]
         out.append(f"| {gpu} | {where} | {order[b]} | {'3 or more' if deep else '1-2'} | {len(v)} | "

@@ -54,8 +54,7 @@ def test_many_deep_streams_from_hbm_run_at_the_hbm_rate():
 def test_more_loads_in_flight_never_slow_a_stream():
     for where in ("hbm", "l2"):
         per_box = [R.depth_stream(16, d, 32768, 32, where, 1.98) for d in (1, 2, 4, 6)]
-        # (within 1%: where a GPC link is shared, the median CTA's share depends on the order of reservations)
-        assert all(x >= 0.99 * y for x, y in zip(per_box, per_box[1:], strict=False)), (where, per_box)
+        assert all(x >= y - 1e-6 for x, y in zip(per_box, per_box[1:], strict=False)), (where, per_box)
 
 
 def test_stream_tables_list_every_run_and_summarise_by_ctas_and_depth(tmp_path):
@@ -86,22 +85,3 @@ def test_shared_cap_rows_name_the_slowed_smis_and_their_summed_rate(tmp_path):
     rows = R.shared_cap_rows([p])[2:]
     assert rows == ["| GPU (v3j) | 16 | 8 | 4 | 100 | 4 | 3 7 9 11 | 250 | 4 |"]
 
-
-def _l2_to_sm(sms: int, footprint_mib: int = 16) -> dict:
-    rows = json.loads((R.RESULTS / "h200_microbench_v2.json").read_text())["results"]["tma"]["stream"]
-    return next(r for r in rows if r["sms"] == sms and r["footprint_mib"] == footprint_mib)
-
-
-@pytest.mark.parametrize("sms", [16, 66, 132])
-def test_gpc_links_reproduce_the_h200_l2_streams_of_16_66_and_132_sms(sms):
-    """16 SMs stream at 72 B/clk each where one alone streams at 106: 9 of them share one GPC's link (the
-    constant's source); 66 SMs (12 on that GPC) are the check: the median CTA, on a GPC of 7-8, keeps ~79."""
-    r = _l2_to_sm(sms)
-    cycles = R.depth_stream(sms, 6, 32768, 64, "l2", r["clock_mhz"] / 1e3, distinct=4)
-    assert 32768 / cycles == pytest.approx(r["bytes_per_clk_per_sm"], rel=0.08)
-
-
-def test_without_gpc_links_16_sms_would_stream_as_fast_as_one():
-    alone = R.depth_stream(1, 6, 32768, 64, "l2", 1.98, distinct=4)
-    assert R.depth_stream(16, 6, 32768, 64, "l2", 1.98, distinct=4, gpc=False) == pytest.approx(alone, rel=0.01)
-    assert R.depth_stream(16, 6, 32768, 64, "l2", 1.98, distinct=4) > 1.3 * alone

@@ -206,22 +206,3 @@ def test_cutlass_heuristic_grid_larger_than_what_fits_runs_in_two_launch_waves()
     late = [r.start_cycle for r in cut.roles if r.cta.cluster.index >= 8]
     assert min(late) > 0                       # they waited for a slot
     assert cut.stats.end_cycle > dsl.stats.end_cycle    # 11 clusters on 8 slots: a ragged second wave
-
-
-def _with_gpc_rate(monkeypatch, rate):
-    import simulator.kernels.sm90_tma_ws as ws
-    from simulator.machine.constants import Constant
-    c = ws.GPC_L2_BYTES_PER_S
-    monkeypatch.setattr(ws, "GPC_L2_BYTES_PER_S", Constant(c.name, rate, c.unit, "test", c.kind))
-
-
-def test_a_crowded_gpc_slows_a_small_grid_but_not_a_full_wave(monkeypatch):
-    """512x512x8192 on 128x64 tiles: 32 CTAs, 11 of them on one GPC (the launch order), each streaming ~96
-    B/clk from L2 where that GPC's link gives 11 of them ~59; a 132-CTA wave is held by the whole L2 first."""
-    small = Sm90GemmConfig(m=512, n=512, k=8192, tile_n=64)
-    full = Sm90GemmConfig(m=4096, n=4224, k=2048, tile_n=64)
-    with_links = [simulate(c).cycles for c in (small, full)]
-    _with_gpc_rate(monkeypatch, 1e18)
-    without = [simulate(c).cycles for c in (small, full)]
-    assert with_links[0] > 1.1 * without[0]
-    assert with_links[1] == pytest.approx(without[1], rel=0.01)

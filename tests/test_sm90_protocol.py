@@ -57,7 +57,7 @@ PINNED_MODULE_CONSTANTS = {
     "tma_store_fixed_cycles": 150.5, "tma_store_bytes_per_clk": 31.75, "tma_store_write_after_read_cycles": 6.0,
     "zero_fill_box_cycles_1sm": 157.2, "zero_fill_box_cycles_8sm": 157.6, "zero_fill_box_cycles_16sm": 236.5,
     "zero_fill_box_cycles_32sm": 339.2, "zero_fill_box_cycles_64sm": 520.6, "zero_fill_box_cycles_96sm": 721.7,
-    "zero_fill_box_cycles_132sm": 696.5, "gpc_l2_to_sm_bytes_per_s": 1.2799e12,
+    "zero_fill_box_cycles_132sm": 696.5,
 }
 
 

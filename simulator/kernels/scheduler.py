@@ -60,11 +60,6 @@ SM90_MAX_SM_PER_GPC = 18
 #: measured ``cluster.c{size}.max_active_clusters.twin_smem`` (132/66/39/30/17/15/9/7/7 for sizes
 #: 1/2/3/4/6/8/9/12/16) and the DSL's ``HardwareInfo.get_max_active_clusters`` (132/66/30/15/7).
 H200_PLACEMENT_DOMAINS = (8, 16, 16, 16, 16, 16, 18, 18, 2, 2, 2, 2)
-#: The physical GPC of each placement domain of :data:`H200_PLACEMENT_DOMAINS` (same order): the 8-SM
-#: domain and the four 2-SM domains are one GPC of 16 SMs. Measured on an H100 (same GH100 floorplan of
-#: 132 SMs and the same domains): h100_microbench_v3j's TMA streams from L2 slow down together exactly
-#: when they share these groups (SMs 124-131 with 0/16/32; each 16/18-SM domain alone).
-H200_DOMAIN_GPC = (0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0)
 #: Who sizes the SM90 static persistent grid: "dsl" (the hardware twin: CuTe DSL
 #: ``min(work, HardwareInfo.get_max_active_clusters)``) or "cutlass" (CUTLASS C++ host heuristic).
 SM90_GRID_LAUNCHERS = ("dsl", "cutlass")
@@ -351,44 +346,6 @@ def sm90_placement_domains(arch: ArchSpec) -> tuple[int, ...]:
     return tuple(gpc_sm_counts(sms, int(arch.gpc_count.value)))
 
 
-def sm90_launch_gpcs(cluster_size: int, clusters: int, arch: ArchSpec) -> tuple[int, ...]:
-    """The GPC each of the first ``clusters`` clusters of a launch lands on, in launch order.
-
-    The order measured on the GH100 floorplan (h100_microbench_v3j ``smids``, grids of 1-132 CTAs): the
-    2-SM domains fill first, then the other domains in turn (the second domain first, the first last),
-    one TPC each per turn (one cluster each for clusters of 2 or more), and only then the TPCs' second
-    SMs. With another SM count the domains are :func:`gpc_sm_counts`' GPCs, filled in turn."""
-    size = max(1, cluster_size)
-    sms = int(arch.sm_count.value)
-    if sum(H200_PLACEMENT_DOMAINS) == sms:
-        domains, gpc_of = H200_PLACEMENT_DOMAINS, H200_DOMAIN_GPC
-    else:
-        domains = tuple(gpc_sm_counts(sms, int(arch.gpc_count.value)))
-        gpc_of = tuple(range(len(domains)))
-    small = [i for i, d in enumerate(domains) if d == 2]
-    big = [i for i, d in enumerate(domains) if d != 2]
-    big = big[1:] + big[:1]
-    order: list[int] = [gpc_of[i] for i in small for _ in range(domains[i] // size)]
-    passes = ([d // 2 for d in domains], [d - d // 2 for d in domains]) if size == 1 else ([d // size for d in domains],)
-    for cap in passes:
-        left = [cap[i] for i in range(len(domains))]
-        while any(left[i] > 0 for i in big):
-            for i in big:
-                if left[i] > 0:
-                    order.append(gpc_of[i])
-                    left[i] -= 1
-    if not order:
-        order = [0]
-    return tuple(order[c % len(order)] for c in range(clusters))
-
-
-def sm90_gpc_count(arch: ArchSpec) -> int:
-    """Physical GPCs the SM90 model places CTAs on (:func:`sm90_launch_gpcs`)."""
-    if sum(H200_PLACEMENT_DOMAINS) == int(arch.sm_count.value):
-        return max(H200_DOMAIN_GPC) + 1
-    return len(gpc_sm_counts(int(arch.sm_count.value), int(arch.gpc_count.value)))
-
-
 def sm90_cluster_capacity(cluster_size: int, arch: ArchSpec) -> int:
     """Clusters of ``cluster_size`` CTAs (one per SM) the hardware runs at once: the sum over placement
     domains of SMs // cluster_size (``cudaOccupancyMaxActiveClusters``)."""
@@ -606,6 +563,5 @@ __all__ = [
     "make_scheduler", "tile_sequence", "cta_tile_coord", "mma_tiles_of", "mma_tile_in_problem", "raster_for",
     "problem_ctas", "max_resident_clusters", "static_grid_clusters", "sm90_max_cta_occupancy",
     "gpc_sm_counts", "gpc_cluster_capacity", "sm90_placement_domains", "sm90_cluster_capacity",
-    "sm90_static_grid", "H200_PLACEMENT_DOMAINS", "H200_DOMAIN_GPC", "sm90_launch_gpcs", "sm90_gpc_count",
-    "SM90_GRID_LAUNCHERS",
+    "sm90_static_grid", "H200_PLACEMENT_DOMAINS", "SM90_GRID_LAUNCHERS",
 ]

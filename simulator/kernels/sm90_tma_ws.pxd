@@ -2,7 +2,7 @@
 cimport cython
 
 from simulator.kernels.common cimport RoleBase, RunStats
-from simulator.machine.memory cimport Channel, MemorySystem
+from simulator.machine.memory cimport MemorySystem
 from simulator.protocol.mbarrier cimport MBarrier, NamedBarrier
 from simulator.protocol.pipeline cimport PipelineAsync, PipelineState, PipelineTmaAsync
 
@@ -25,7 +25,6 @@ cdef class Cta:
     cdef public list a_dst
     cdef public list b_dst
     cdef public long long landed_bytes
-    cdef public Channel gpc_link
 
 
 cdef class Role(RoleBase):

@@ -63,9 +63,7 @@ time, since a stage is free only when both have released it; Consumer0 then wait
 at the first epilogue barrier).
 
 TMA loads go through the shared :class:`MemorySystem` (L2 hit/miss by slice, L2 and HBM bandwidth,
-a hit on a slice still being filled waits for the fill, a miss lands :data:`TMA_MISS_EXTRA` later),
-through the L2 -> SM path of the CTA's GPC (one link per GPC, :data:`GPC_L2_BYTES_PER_S`, shared by every CTA
-the launch order places there: :func:`simulator.kernels.scheduler.sm90_launch_gpcs`; a multicast slice once)
+a hit on a slice still being filled waits for the fill, a miss lands :data:`TMA_MISS_EXTRA` later)
 and through the SM's TMA unit (``Cta.tma_free``: ``tma_load_bytes_per_clk_per_sm`` for every byte it
 delivers, once per multicast destination, then :data:`TMA_LOAD_FIXED`). Rows of a box past M or N
 are zero-filled: no memory traffic, but they land like the others and their zeros hold the L2 ->
@@ -131,14 +129,12 @@ from simulator.kernels.scheduler import (
     cta_tile_coord,
     mma_tile_in_problem,
     sm90_cluster_capacity,
-    sm90_gpc_count,
-    sm90_launch_gpcs,
     sm90_static_grid,
 )
 from simulator.kernels.tma_alignment import L2_MISALIGNED_COST, TMA_MISALIGNED_COST, RowPitchCost
 from simulator.machine.constants import Constant
 from simulator.machine.curve import interp
-from simulator.machine.memory import Channel, MemorySystem
+from simulator.machine.memory import MemorySystem
 from simulator.protocol.arrivals import (
     NUM_THREADS_PER_WARP,
     NUM_THREADS_PER_WARPGROUP,
@@ -203,15 +199,6 @@ TMA_LOAD_FIXED = _c("tma_load_fixed_cycles", 443.5, "cycles",
 TMA_MISS_EXTRA = _c("tma_miss_extra_cycles", round(1092.5 - 699.6 - 178.0, 1), "cycles",
                     f"derived: {_MB2} tma_load.latency.hbm.p8192.1KiB.1sm (1092.5) - load_latency.hbm.f1024MiB.1sm "
                     "(699.6) - tma_issue_overhead_cycles (178)")
-#: The L2 -> SM path of one GPC: the bytes TMA lands on the SMs of one GPC, all together, per second.
-#: 16 SMs streaming 32 KiB boxes from L2 (6 in flight each) read 71.8 B/clk each (1 SM alone: 106), at
-#: every footprint from 8 to 96 MiB; the launch order (:func:`simulator.kernels.scheduler.sm90_launch_gpcs`)
-#: puts 9 of those 16 CTAs on one GPC, so that GPC took 9 x 71.82 B/clk at 1980.1 MHz. Checked against the
-#: same run's 66 SMs (12 on that GPC: 53.9 B/clk predicted for its CTAs, the slowest of the run; measured
-#: 56.7 from the run's wall time at 16 MiB; the other GPCs' 7-8 CTAs 81-92, measured median 78.7).
-GPC_L2_BYTES_PER_S = _c("gpc_l2_to_sm_bytes_per_s", round(9 * 71.82 * 1980.1e6, -8), "B/s",
-                        f"derived: 9 x {_MB2} l2_to_sm.f16MiB.16sm.bytes_per_clk_per_sm (71.82) x its 1980.1 MHz "
-                        "(9 of the 16 CTAs on one GPC: the launch order measured in h100_microbench_v3j smids)")
 #: TMA stores. A store of ``b`` bytes has read its SMEM ``150.5 + b/31.75`` cycles after issue on one
 #: SM (the line through ``tma_store.e{16,32,64}.read_cycles_1sm`` = 279.5/408.5/666.5 for 4/8/16
 #: KiB) and is written (``wait_group 0``) 6 cycles after that (``write_cycles_1sm``). Modelled as the
@@ -348,7 +335,7 @@ def _wgmma_latency(n: int, scale: float) -> float:
 MODULE_CONSTANTS: tuple[Constant, ...] = tuple(c for _, c in WGMMA_SS_LATENCY) + tuple(
     c for _, c in ZERO_FILL_BOX_CYCLES) + (
     TMA_LOAD_FIXED, TMA_MISS_EXTRA, TMA_MISALIGNED_COST, L2_MISALIGNED_COST, TMA_STORE_FIXED, TMA_STORE_RATE,
-    TMA_STORE_WRITE_AFTER_READ, GPC_L2_BYTES_PER_S)
+    TMA_STORE_WRITE_AFTER_READ)
 
 
 @dataclass(frozen=True)
@@ -499,7 +486,6 @@ class Cta:
         self.tc_free = 0.0
         self.tma_free = 0.0
         self.store_free = 0.0
-        self.gpc_link = None        # set by the kernel: the L2 -> SM path of this CTA's GPC
         self.roles: list[Role] = []
         # Set by the kernel once the cluster's CTAs exist: who receives this CTA's multicast loads.
         self.a_dst: list[Cta] = []
@@ -943,17 +929,10 @@ class Sm90GemmTmaWarpSpecialized:
         self.resident_clusters = resident
         self.clusters: list[Cluster] = []
         self.roles: list[Role] = []
-        # Each GPC's L2 -> SM path (GPC_L2_BYTES_PER_S), and the GPC each resident cluster lands on.
-        gpc_rate = GPC_L2_BYTES_PER_S.value / (arch.clock_ghz.value * 1e9)
-        self.gpc_links = [Channel(f"gpc{g}", gpc_rate) for g in range(sm90_gpc_count(arch))]
-        gpc_of = sm90_launch_gpcs(cfg.cluster_size, resident, arch)
-        self._gpc_latency = memory.t.l2_latency + memory.t.tma_overhead
         for ci in range(grid):
             cl = Cluster(ci, (ci % resident) * cfg.cluster_size)
             self.clusters.append(cl)
             cl.ctas = [Cta(self, cl, r) for r in range(cfg.cluster_size)]
-            for c in cl.ctas:
-                c.gpc_link = self.gpc_links[gpc_of[ci % resident]]
             for p in ("mainloop", "epi_load"):
                 peers = [getattr(c, p) for c in cl.ctas]
                 for c in cl.ctas:
@@ -1067,20 +1046,10 @@ class Sm90GemmTmaWarpSpecialized:
         # Rows past M (N) are zero-filled: their zeros come back over the L2 -> SM path, to every
         # destination of the multicast (a cluster saves no zero fill: measured, 1x2 at M = 64 runs
         # as 1x1 does, v3b mainloop.fp16_64x28672x4096.n64.c1x2.wgmma).
-        zeros = a_fill * self._a_dests + b_fill * self._b_dests
-        if zeros:
-            z_land = mem.zero_fill(now, zeros, self._zf_cost)
+        if a_fill or b_fill:
+            z_land = mem.zero_fill(now, a_fill * self._a_dests + b_fill * self._b_dests, self._zf_cost)
             if z_land > land:
                 land = z_land
-        # Everything that crossed the L2 -> SM path also crosses the GPC's share of it (a multicast
-        # slice once: the cluster's SMs share the GPC).
-        link = cta.gpc_link
-        g_land = link.reserve_scaled(now, a_bytes + b_bytes, cost)
-        if zeros:
-            g_land = link.reserve_scaled(now, zeros, self._zf_cost)
-        g_land += self._gpc_latency
-        if g_land > land:
-            land = g_land
         # The SM's TMA unit lands this CTA's slices (zero fill included) at its rate, once per
         # destination of its multicast (the bytes landing per SM per stage are the same whatever the
         # cluster shape, as in the SM100 model's ingress), plus the extra line requests of the
@@ -1118,11 +1087,7 @@ class Sm90GemmTmaWarpSpecialized:
         now = env.now
         nbytes = cfg.epi_c_subtile_bytes
         c_key = self.mem.key_block(("C", tile[2], tile[0], tile[1]), cfg.epi_subtiles) + s
-        c_bytes = self._subtile_in_bounds(tile, s, cfg.bits_c)
-        land = self.mem.load(now, c_key, c_bytes)
-        g_land = cta.gpc_link.reserve(now, c_bytes) + self._gpc_latency
-        if g_land > land:
-            land = g_land
+        land = self.mem.load(now, c_key, self._subtile_in_bounds(tile, s, cfg.bits_c))
         bar = cta.epi_load.full[stage]
         stats = self.stats
 
