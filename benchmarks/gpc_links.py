@@ -29,11 +29,12 @@ GPC_L2_BYTES_PER_S = Constant("gpc_l2_to_sm_bytes_per_s", round(9 * 71.82 * 1980
 
 
 def launch_gpcs(cluster_size: int, clusters: int, arch: ArchSpec) -> tuple[int, ...]:
-    """The GPC each of the first ``clusters`` clusters of a launch lands on, in launch order: the order
-    measured on the GH100 floorplan (h100_microbench_v3j ``smids``, grids of 1-132 CTAs): the 2-SM domains
-    fill first, then the other domains in turn (the second first, the first last), one TPC each per turn
-    (one cluster each for clusters of 2 or more), and only then the TPCs' second SMs. With another SM count
-    the domains are ``gpc_sm_counts``' GPCs, filled in turn."""
+    """The GPC each of the first ``clusters`` clusters of a launch lands on, in launch (blockIdx) order: the
+    order measured on the GH100 floorplan (h100_microbench_v3j ``smids``, grids of 1-132 CTAs). The 2-SM
+    domains fill first; the rest is shared out over the other domains, one TPC each in turn (the second
+    domain first, the first last; one cluster each for clusters of 2 or more), the TPCs' second SMs only
+    once every TPC has one; and each domain takes its share as one contiguous run of blocks, in that turn
+    order. With another SM count the domains are ``gpc_sm_counts``' GPCs."""
     size = max(1, cluster_size)
     sms = int(arch.sm_count.value)
     if sum(H200_PLACEMENT_DOMAINS) == sms:
@@ -44,17 +45,21 @@ def launch_gpcs(cluster_size: int, clusters: int, arch: ArchSpec) -> tuple[int, 
     small = [i for i, d in enumerate(domains) if d == 2]
     big = [i for i, d in enumerate(domains) if d != 2]
     big = big[1:] + big[:1]
-    order: list[int] = [gpc_of[i] for i in small for _ in range(domains[i] // size)]
+    head = [gpc_of[i] for i in small for _ in range(domains[i] // size)][:clusters]
+    share = dict.fromkeys(big, 0)
+    left = clusters - len(head)
     passes = ([d // 2 for d in domains], [d - d // 2 for d in domains]) if size == 1 else ([d // size for d in domains],)
     for cap in passes:
-        left = list(cap)
-        while any(left[i] > 0 for i in big):
+        room = list(cap)
+        while left > 0 and any(room[i] > 0 for i in big):
             for i in big:
-                if left[i] > 0:
-                    order.append(gpc_of[i])
-                    left[i] -= 1
-    order = order or [0]
-    return tuple(order[c % len(order)] for c in range(clusters))
+                if left > 0 and room[i] > 0:
+                    share[i] += 1
+                    room[i] -= 1
+                    left -= 1
+    order = head + [gpc_of[i] for i in big for _ in range(share[i])]
+    full = len(head) + sum(share.values())
+    return tuple(order[c] if c < full else order[c % max(1, full)] for c in range(clusters)) if order else (0,) * clusters
 
 
 def gpc_count(arch: ArchSpec) -> int:
