@@ -91,3 +91,16 @@ def test_a_failed_launch_is_recorded_and_the_rest_run(gpu, monkeypatch):
     res = zero_fill_scaling.measure(gpu, quick=True)
     assert len(res["errors"]) == 1 and "fake" in res["errors"][0]["error"]
     assert len(res["zero_fill_scaling"]) == len(zero_fill_scaling.CASES) * len(zero_fill_scaling.CTAS) - 1
+
+
+def test_l2share_window_launches_pairs_at_every_offset_and_a_reference_alone(gpu):
+    from validation.microbench import l2share_window as w
+    res = w.measure(gpu, quick=False)
+    rows = res["window"]
+    want = [(n, 2, off) for n in (132, 16) for off in w.OFFSETS] + [(132, 1, 0), (16, 1, 0)]
+    assert sorted((r["ctas"], r["group"], r["offset_cycles"]) for r in rows) == sorted(want)
+    assert {fn for fn, _, _ in gpu.launches} == {"tma_stream_offset"}
+    pair = next(r for r in rows if r["ctas"] == 132 and r["group"] == 2)
+    assert pair["footprint_mib"] == 16.5 and len(pair["smids"]) == 132 and "stagger" not in pair
+    assert "l2share_window.132sm.pair.off400.bytes_per_s" in res["quantities"]
+    assert len(res["quantities"]) == 2 * len(rows) and len(gpu.freed) == 2

@@ -132,7 +132,12 @@ def _v3_tables(res: dict) -> list[str]:
                  lambda r: (r["where"], r["box_rows"] * 128 // 1024, r["ctas"], r["stages"],
                             f"{r['bytes_per_clk_per_sm']:.1f}", f"{r['cycles_per_box']:.0f}",
                             f"{r['cycles_per_box'] * r['stages'] / r['clock_mhz'] * 1e3:.0f}" if r["clock_mhz"] else "",
-                            f"{r['bytes_per_s'] / 1e12:.2f}", r["clock_mhz"])))
+                            f"{r['bytes_per_s'] / 1e12:.2f}", r["clock_mhz"]))
+        + _table("Pairs of CTAs reading the same L2 lines, the second starting later (128 x 128 B boxes, warm L2)",
+                 "CTAs | readers | second starts after (cycles) | TB/s | B/clk/SM | MHz", "rlrrrr",
+                 rows("l2share_window", "window"),
+                 lambda r: (r["ctas"], "pair" if r["group"] == 2 else "alone", r["offset_cycles"],
+                            f"{r['bytes_per_s'] / 1e12:.2f}", f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"])))
 
 
 _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of issue 17 (small M, shared lines, "
@@ -144,7 +149,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "two warpgroups or one)", "v3g": "issue 17, seventh run (zero fill against the SMs filling at once, at other "
            "zero fractions and wholly past the tensor)", "v3h": "issue 17, eighth run (the mainloop at an aligned and a "
            "misaligned row pitch in every cluster shape)", "v3i": "the stream-K fixup's workspace accesses against other SMs' TMA "
-           "loads", "v3j": "the TMA stream's loaded latency: SMs streaming at once against loads in flight, HBM and L2"}
+           "loads", "v3j": "the TMA stream's loaded latency: SMs streaming at once against loads in flight, HBM and L2",
+           "v3k": "how close in time two reads of the same L2 lines must be to be served as one"}
 
 
 def gpu_short_name(name: str | None) -> str:
