@@ -84,4 +84,3 @@ def test_shared_cap_rows_name_the_slowed_smis_and_their_summed_rate(tmp_path):
     p.write_text(json.dumps({"meta": {"device": {"name": "NVIDIA GPU"}}, "results": {"tma_loaded": {"loaded": runs}}}))
     rows = R.shared_cap_rows([p])[2:]
     assert rows == ["| GPU (v3j) | 16 | 8 | 4 | 100 | 4 | 3 7 9 11 | 250 | 4 |"]
-

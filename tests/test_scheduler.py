@@ -269,4 +269,3 @@ def test_all_linear_ids_distinct_tiles():
         tiles = [r.cluster_tile(i) for i in range(r.num_clusters)]
         assert len({(t.m_idx, t.n_idx, t.l_idx) for t in tiles}) == len(tiles)
         assert r.cluster_tile(r.num_clusters) == INVALID and r.cluster_tile(-1) == INVALID
-
