@@ -11,7 +11,7 @@ and 128x64 few-tile rows from -13% to +25-36%); see the README's memory section.
 
 from __future__ import annotations
 
-from simulator.kernels.scheduler import H200_PLACEMENT_DOMAINS, gpc_sm_counts
+from simulator.kernels.scheduler import H200_PLACEMENT_DOMAINS, sm90_placement_domains
 from simulator.machine.arch import ArchSpec
 from simulator.machine.constants import Constant
 from simulator.machine.memory import Channel
@@ -28,20 +28,22 @@ GPC_L2_BYTES_PER_S = Constant("gpc_l2_to_sm_bytes_per_s", round(9 * 71.82 * 1980
                               "measured-here")
 
 
+def _domains(arch: ArchSpec) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(SMs per placement domain, the GPC of each): the H200's measured domains on its 132 SMs, else
+    ``sm90_placement_domains``' GPCs, one domain each."""
+    domains = sm90_placement_domains(arch)
+    return domains, H200_DOMAIN_GPC if domains == H200_PLACEMENT_DOMAINS else tuple(range(len(domains)))
+
+
 def launch_gpcs(cluster_size: int, clusters: int, arch: ArchSpec) -> tuple[int, ...]:
     """The GPC each of the first ``clusters`` clusters of a launch lands on, in launch (blockIdx) order: the
     order measured on the GH100 floorplan (h100_microbench_v3j ``smids``, grids of 1-132 CTAs). The 2-SM
     domains fill first; the rest is shared out over the other domains, one TPC each in turn (the second
     domain first, the first last; one cluster each for clusters of 2 or more), the TPCs' second SMs only
     once every TPC has one; and each domain takes its share as one contiguous run of blocks, in that turn
-    order. With another SM count the domains are ``gpc_sm_counts``' GPCs."""
+    order. Clusters past what fits wrap around to the start of that order."""
     size = max(1, cluster_size)
-    sms = int(arch.sm_count.value)
-    if sum(H200_PLACEMENT_DOMAINS) == sms:
-        domains, gpc_of = H200_PLACEMENT_DOMAINS, H200_DOMAIN_GPC
-    else:
-        domains = tuple(gpc_sm_counts(sms, int(arch.gpc_count.value)))
-        gpc_of = tuple(range(len(domains)))
+    domains, gpc_of = _domains(arch)
     small = [i for i, d in enumerate(domains) if d == 2]
     big = [i for i, d in enumerate(domains) if d != 2]
     big = big[1:] + big[:1]
@@ -57,16 +59,13 @@ def launch_gpcs(cluster_size: int, clusters: int, arch: ArchSpec) -> tuple[int, 
                     share[i] += 1
                     room[i] -= 1
                     left -= 1
-    order = head + [gpc_of[i] for i in big for _ in range(share[i])]
-    full = len(head) + sum(share.values())
-    return tuple(order[c] if c < full else order[c % max(1, full)] for c in range(clusters)) if order else (0,) * clusters
+    order = head + [gpc_of[i] for i in big for _ in range(share[i])] or [0]
+    return tuple(order[c % len(order)] for c in range(clusters))
 
 
 def gpc_count(arch: ArchSpec) -> int:
     """Physical GPCs :func:`launch_gpcs` places CTAs on."""
-    if sum(H200_PLACEMENT_DOMAINS) == int(arch.sm_count.value):
-        return max(H200_DOMAIN_GPC) + 1
-    return len(gpc_sm_counts(int(arch.sm_count.value), int(arch.gpc_count.value)))
+    return max(_domains(arch)[1]) + 1
 
 
 def gpc_links(ctas: int, ghz: float, cluster_size: int = 1) -> list[Channel]:

@@ -55,10 +55,8 @@ def _memory(ghz: float) -> tuple[MemorySystem, float, float]:
     return mem, a.tma_load_bytes_per_clk_per_sm.value, TMA_LOAD_FIXED.value
 
 
-def _gpc_links(mem, ctas: int, cluster_size: int = 1) -> list:
-    """The candidate GPC links (``benchmarks/gpc_links.py``) at the memory system's clock."""
-    ghz = ArchSpec.h200().l2_bytes_per_s.value / mem.l2.bytes_per_cycle / 1e9
-    return gpc_links(ctas, ghz, cluster_size)
+def _gpu_name(doc: dict) -> str:
+    return doc.get("meta", {}).get("device", {}).get("name", "?").replace("NVIDIA ", "")
 
 
 def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | None = None,
@@ -66,7 +64,7 @@ def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | No
     """Every CTA keeps ``stages`` loads in flight, issuing its next as its oldest lands; ``next_load(c)``
     gives CTA c's next stage as a list of (L2 key, bytes read, bytes its TMA unit lands: read bytes x
     multicast destinations), or None when it is done; ``links`` (optional): each CTA's GPC link, which its
-    read bytes also cross (:func:`_gpc_links`); ``merge`` (a candidate, not in the model): a load of a slice
+    read bytes also cross (``benchmarks/gpc_links.py``); ``merge`` (a candidate, not in the model): a load of a slice
     that any CTA asked for less than ``l2_latency_cycles`` before merges with that request (no second
     transfer; its bytes land with it). Returns the cycle the last load lands (``last``, if given, gets each
     CTA's)."""
@@ -88,7 +86,8 @@ def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | No
                 got = mem.load(now, key, nbytes)
                 if links is not None:
                     got = max(got, links[c].reserve(now, nbytes) + g_lat)
-                asked[key] = (now, got)
+                if merge:
+                    asked[key] = (now, got)
                 land = max(land, got)
             tma_free[c] = max(tma_free[c], now) + landed / rate
         heapq.heappush(ev, (max(land, tma_free[c] + fixed), c))
@@ -212,7 +211,7 @@ def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: 
         issued[c] += 1
         return [((c, (issued[c] - 1) % distinct), box, box)]
 
-    _stream(mem, rate, fixed, ctas, stages, next_load, last, _gpc_links(mem, ctas) if gpc else None)
+    _stream(mem, rate, fixed, ctas, stages, next_load, last, gpc_links(ctas, ghz) if gpc else None)
     return statistics.median(last) / count
 
 
@@ -225,7 +224,7 @@ def stream_rows(paths=None) -> list[dict]:
     out = []
     for path in paths or sorted(RESULTS.glob("*_microbench_v3[dj].json")):
         doc = json.loads(Path(path).read_text())
-        gpu = doc.get("meta", {}).get("device", {}).get("name", "?").replace("NVIDIA ", "")
+        gpu = _gpu_name(doc)
         res = doc.get("results", {})
         for family, r in ((f, r) for f, key in STREAM_SETS for r in res.get(f, {}).get(key, [])):
             where, mhz = r.get("where", "hbm"), r.get("clock_mhz") or 1980.0
@@ -273,7 +272,7 @@ def shared_cap_rows(paths=None) -> list[str]:
            "CTAs at >= 3/4 of alone |", "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
     for path in paths or sorted(RESULTS.glob("*_microbench_v3j*.json")):
         doc = json.loads(Path(path).read_text())
-        gpu = doc.get("meta", {}).get("device", {}).get("name", "?").replace("NVIDIA ", "")
+        gpu = _gpu_name(doc)
         runs = [r for r in doc.get("results", {}).get("tma_loaded", {}).get("loaded", []) if r["where"] == "l2"]
         for r in runs:
             if not (8 <= r["ctas"] <= 32 and r["stages"] >= 4 and r.get("cta_cycles")):

@@ -7,7 +7,7 @@ the offsets between them give the window an in-flight merge would use."""
 from __future__ import annotations
 
 from .common import qv
-from .l2share import BOX_COLS, STAGES, _stream, _try
+from .l2share import BOX_COLS, _stream, _try
 
 #: cycles the second CTA of each pair starts after the first (a 16 KiB box takes ~450 cycles at 132 SMs)
 OFFSETS = (0, 25, 50, 100, 200, 400, 800, 1600, 3200)
@@ -38,7 +38,7 @@ def measure(gpu, quick: bool = False) -> dict:
                 if row is None:
                     continue
                 row.pop("stagger", None)
-                row.update(offset_cycles=off, footprint_mib=stripes * 128 * k * 2 / 2**20, stages=STAGES)
+                row.update(offset_cycles=off, footprint_mib=stripes * 128 * k * 2 / 2**20)
                 res["window"].append(row)
                 print(f"[l2share_window] {n:3d} CTAs, {'pairs' if group == 2 else 'alone'}, offset {off:5d}: "
                       f"{row['bytes_per_s'] / 1e12:6.2f} TB/s, {row['bytes_per_clk_per_sm']:6.1f} B/clk/SM", flush=True)
