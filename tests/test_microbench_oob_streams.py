@@ -104,3 +104,17 @@ def test_l2share_window_launches_pairs_at_every_offset_and_a_reference_alone(gpu
     assert pair["footprint_mib"] == 16.5 and len(pair["smids"]) == 132 and "stagger" not in pair
     assert "l2share_window.132sm.pair.off400.bytes_per_s" in res["quantities"]
     assert len(res["quantities"]) == 2 * len(rows) and len(gpu.freed) == 2
+
+
+def test_l2share_window_load_launches_near_and_far_pairs_at_every_load(gpu):
+    from validation.microbench import l2share_window as w
+    from validation.microbench import l2share_window_load as wl
+    res = wl.measure(gpu, quick=False)
+    rows = res["window"]
+    want = ([(n, 2, p, off) for n in w.LOAD_CTAS for p in ("near", "far") for off in w.OFFSETS_FINE]
+            + [(n, 1, "near", 0) for n in w.LOAD_CTAS])
+    assert sorted((r["ctas"], r["group"], r.get("pairing", "near"), r["offset_cycles"]) for r in rows) == sorted(want)
+    assert {fn for fn, _, _ in gpu.launches} == {"tma_stream_offset", "tma_stream_offset_far"}
+    assert "l2share_window.66sm.pair.far.off150.bytes_per_s" in res["quantities"]
+    assert "l2share_window.16sm.pair.off150.bytes_per_s" in res["quantities"]
+    assert len(res["quantities"]) == 2 * len(rows)

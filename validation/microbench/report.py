@@ -137,6 +137,13 @@ def _v3_tables(res: dict) -> list[str]:
                  "CTAs | readers | second starts after (cycles) | TB/s | B/clk/SM | MHz", "rlrrrr",
                  rows("l2share_window", "window"),
                  lambda r: (r["ctas"], "pair" if r["group"] == 2 else "alone", r["offset_cycles"],
+                            f"{r['bytes_per_s'] / 1e12:.2f}", f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"]))
+        + _table("The same pairs against the CTAs streaming at once; partners next to each other in blockIdx (near, "
+                 "one GPC) or half the grid apart (far, two GPCs)",
+                 "CTAs | readers | partners | second starts after (cycles) | TB/s | B/clk/SM | MHz", "rllrrrr",
+                 rows("l2share_window_load", "window"),
+                 lambda r: (r["ctas"], "pair" if r["group"] == 2 else "alone",
+                            r.get("pairing", "near") if r["group"] == 2 else "-", r["offset_cycles"],
                             f"{r['bytes_per_s'] / 1e12:.2f}", f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"])))
 
 
@@ -150,7 +157,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "zero fractions and wholly past the tensor)", "v3h": "issue 17, eighth run (the mainloop at an aligned and a "
            "misaligned row pitch in every cluster shape)", "v3i": "the stream-K fixup's workspace accesses against other SMs' TMA "
            "loads", "v3j": "the TMA stream's loaded latency: SMs streaming at once against loads in flight, HBM and L2",
-           "v3k": "how close in time two reads of the same L2 lines must be to be served as one"}
+           "v3k": "how close in time two reads of the same L2 lines must be to be served as one",
+           "v3l": "the L2 merge window against the SMs streaming at once, partners on one GPC or two"}
 
 
 def gpu_short_name(name: str | None) -> str:

@@ -61,3 +61,15 @@ extern "C" __global__ void __launch_bounds__(32, 1) tma_stream_offset(const __gr
   if (threadIdx.x != 0) return;
   grouped_stream(&tmap, a, 0, (long long)(blockIdx.x % a.i[6]) * a.i[7]);
 }
+
+// Far-pair offset stream: as tma_stream_offset, but the CTAs of a stripe are b, b + n/group, ... (n the grid),
+// so that partners sit on different GPCs (the launch gives each GPC a contiguous run of blockIdx); CTA b
+// starts (b / (n/group)) x i[7] cycles late.
+extern "C" __global__ void __launch_bounds__(32, 1) tma_stream_offset_far(const __grid_constant__ TmaDesc tmap,
+                                                                            const Args a) {
+  if (threadIdx.x != 0) return;
+  const long long stripes = gridDim.x / a.i[6];
+  Args b = a;
+  b.i[4] = a.i[4] + (blockIdx.x % stripes - blockIdx.x / a.i[6]) * a.i[5];
+  grouped_stream(&tmap, b, 0, (long long)(blockIdx.x / stripes) * a.i[7]);
+}
