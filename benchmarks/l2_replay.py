@@ -12,8 +12,13 @@ its constants) with the SM90 model's TMA unit in front (``tma_load_bytes_per_clk
 * every TMA stream of ``bstream_pitch`` (v3d) and ``tma_loaded`` (v3j) in any committed result: n CTAs, each
   its own stripe, ``stages`` loads in flight, from HBM after a flush or from a warm L2; cycles per box of the
   median CTA, and the round trip of one load (cycles per box x loads in flight) against the SMs streaming.
-  ArchSpec.h200() for every run: an H100's HBM is slower than the model's. Beside the shipped model, the
-  same streams behind the candidate GPC links of ``benchmarks/gpc_links.py`` (not in the model).
+  ArchSpec.h200() for every run: an H100's HBM is slower than the model's.
+* the merge window (v3k / v3l, H100): pairs of CTAs reading the same boxes, the second starting later, on one
+  GPC or on two, at 132 / 66 / 32 / 16 CTAs.
+
+Beside the shipped model, the same streams behind the candidate GPC side of ``benchmarks/gpc_links.py`` (not in
+the model): each CTA on the GPC ``launch_gpcs`` gives it, its loads crossing the GPC's link, and (``+ merge``)
+a load of a slice its GPC asked for within ``gpc_merge_window_cycles`` served with that request.
 
     python benchmarks/l2_replay.py [--out validation/results]      (--out: also l2_replay.md there)
 """
@@ -35,7 +40,11 @@ from validation.microbench.tma_loaded import L2_BOXES
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:           # run as a script: benchmarks/ is not a package
     sys.path.insert(0, str(ROOT))
-from benchmarks.gpc_links import gpc_links  # noqa: E402
+from benchmarks.gpc_links import gpc_paths  # noqa: E402
+
+#: The memory sides a replay can run on: the shipped model (L2 and HBM), and the candidate GPC side with and
+#: without merging.
+SIDES = ("model", "links", "merge")
 
 RESULTS = ROOT / "validation" / "results"
 BOX = 128 * 64 * 2          # one 128-row x 128-byte box (fp16, K-block 64)
@@ -59,19 +68,21 @@ def _gpu_name(doc: dict) -> str:
     return doc.get("meta", {}).get("device", {}).get("name", "?").replace("NVIDIA ", "")
 
 
+def _paths(side: str, mem: MemorySystem, ctas: int, ghz: float, cluster_size: int = 1):
+    if side not in SIDES:
+        raise ValueError(f"replay side {side!r}: must be one of {SIDES}")
+    return None if side == "model" else gpc_paths(mem, ctas, ghz, cluster_size, merge=side == "merge")
+
+
 def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | None = None,
-            links: list | None = None, merge: bool = False) -> float:
+            paths: list | None = None, delay: list | None = None) -> float:
     """Every CTA keeps ``stages`` loads in flight, issuing its next as its oldest lands; ``next_load(c)``
     gives CTA c's next stage as a list of (L2 key, bytes read, bytes its TMA unit lands: read bytes x
-    multicast destinations), or None when it is done; ``links`` (optional): each CTA's GPC link, which its
-    read bytes also cross (``benchmarks/gpc_links.py``); ``merge`` (a candidate, not in the model): a load of a slice
-    that any CTA asked for less than ``l2_latency_cycles`` before merges with that request (no second
-    transfer; its bytes land with it). Returns the cycle the last load lands (``last``, if given, gets each
-    CTA's)."""
+    multicast destinations), or None when it is done; ``paths``: each CTA's ``GpcPath`` (None: the L2
+    alone); ``delay``: the cycle each CTA starts (default 0). Returns the cycle the last load lands
+    (``last``, if given, gets each CTA's)."""
     tma_free = [0.0] * ctas
     ev: list = []
-    g_lat = mem.t.l2_latency + mem.t.tma_overhead
-    asked: dict = {}                    # merge: slice -> (when it was asked for, when it lands)
 
     def issue(c: int, now: float) -> None:
         loads = next_load(c)
@@ -79,22 +90,17 @@ def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | No
             return
         land = now
         for key, nbytes, landed in loads:
-            first = asked.get(key) if merge else None
-            if first is not None and now - first[0] <= mem.t.l2_latency:
-                land = max(land, first[1])
-            else:
+            if paths is None:
                 got = mem.load(now, key, nbytes)
-                if links is not None:
-                    got = max(got, links[c].reserve(now, nbytes) + g_lat)
-                if merge:
-                    asked[key] = (now, got)
-                land = max(land, got)
+            else:
+                got = paths[c].load(mem, now, key, nbytes)
+            land = max(land, got)
             tma_free[c] = max(tma_free[c], now) + landed / rate
         heapq.heappush(ev, (max(land, tma_free[c] + fixed), c))
 
     for c in range(ctas):
         for _ in range(stages):
-            issue(c, 0.0)
+            issue(c, delay[c] if delay else 0.0)
     end = 0.0
     while ev:
         end, c = heapq.heappop(ev)
@@ -104,7 +110,7 @@ def _stream(mem, rate, fixed, ctas: int, stages: int, next_load, last: list | No
     return end
 
 
-def l2share(group: int, stagger: int, ghz: float, sms: int = 132, merge: bool = False) -> float:
+def l2share(group: int, stagger: int, ghz: float, sms: int = 132, side: str = "model") -> float:
     """Bytes/s of the shared-lines stream: ``sms // group`` stripes of ``8 * group`` boxes, CTA b at box
     ``(b * stagger + j) mod nbx`` of stripe ``b // group``; L2 warm (the microbenchmark's untimed launch)."""
     mem, rate, fixed = _memory(ghz)
@@ -112,7 +118,7 @@ def l2share(group: int, stagger: int, ghz: float, sms: int = 132, merge: bool = 
     for s in range(sms // group):
         for x in range(nbx):
             mem.load(0.0, (s, x), BOX)
-    start = 1e7
+    start = 0.0         # the warm-up's reservations are over when the timed launch starts
     mem.l2.next_free = mem.hbm.next_free = start
     pos = [(b * stagger) % nbx for b in range(ctas)]
     left = [SHARE_COUNT] * ctas
@@ -125,12 +131,13 @@ def l2share(group: int, stagger: int, ghz: float, sms: int = 132, merge: bool = 
         pos[c] = (pos[c] + 1) % nbx
         return [(key, BOX, BOX)]
 
-    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, next_load, merge=merge) - start
+    paths = _paths(side, mem, ctas, ghz)
+    cycles = _stream(mem, rate, fixed, ctas, SHARE_STAGES, next_load, paths=paths) - start
     return ctas * SHARE_COUNT * BOX / (cycles / (ghz * 1e9))
 
 
 def mainloop_loads(m: int, n: int, k: int, tile_n: int, cluster: str, stages: int, ghz: float,
-                   sms: int = 132, merge: bool = False) -> float:
+                   sms: int = 132, side: str = "model") -> float:
     """Cycles per K-block of the busiest CTA of the mainloop replay's ``tma`` mode (loads only)."""
     mem, rate, fixed = _memory(ghz)
     cm, cn = CLUSTERS[cluster]
@@ -157,7 +164,9 @@ def mainloop_loads(m: int, n: int, k: int, tile_n: int, cluster: str, stages: in
 
     # One cluster is one stream here: its CTAs issue together and land together (the stage is full when
     # every multicast slice has landed); the TMA rate is each CTA's, so a cluster's unit is scaled by size.
-    end = _stream(mem, rate * size, fixed, grid, stages, next_load, merge=merge)
+    paths = _paths(side, mem, grid * size, ghz, size)
+    paths = paths[::size] if paths else None
+    end = _stream(mem, rate * size, fixed, grid, stages, next_load, paths=paths)
     return end / (max(len(x) for x in tiles) * kt)
 
 
@@ -169,7 +178,7 @@ def share_rows() -> list[dict]:
             continue
         args = (r["group"], r["stagger"], r["clock_mhz"] / 1e3)
         out.append({"what": f"l2share g={r['group']} {r['what']}", "measured": r["bytes_per_s"] / 1e12,
-                    "model": l2share(*args) / 1e12, "merged": l2share(*args, merge=True) / 1e12, "unit": "TB/s"})
+                    **{sd: l2share(*args, side=sd) / 1e12 for sd in SIDES}, "unit": "TB/s"})
     return out
 
 
@@ -183,17 +192,17 @@ def mainloop_rows() -> list[dict]:
     for r in runs:
         args = (r["m"], r["n"], r["k"], r["tile_n"], r["cluster"], r["stages"], r["clock_mhz"] / 1e3)
         out.append({"what": f"4096^3 loads, N={r['tile_n']} {r['cluster'][1:]}", "measured": r["kblock_cycles"],
-                    "model": mainloop_loads(*args), "merged": mainloop_loads(*args, merge=True),
+                    **{sd: mainloop_loads(*args, side=sd) for sd in SIDES},
                     "unit": "cycles/K-block"})
     return out
 
 
 def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: float,
-                 distinct: int | None = None, gpc: bool = False) -> float:
+                 distinct: int | None = None, side: str = "model") -> float:
     """Cycles per box of the median CTA: ``ctas`` CTAs each stream ``count`` boxes of ``box`` bytes of their
     own stripe, cycling over its first ``distinct`` boxes (default: all distinct), ``stages`` in flight, from
     HBM (every box a miss) or from L2 (every box resident first, as after the microbenchmark's warm-up launch);
-    ``gpc``: behind the candidate GPC links."""
+    ``side``: one of :data:`SIDES`."""
     mem, rate, fixed = _memory(ghz)
     distinct = distinct or count
     if where == "l2":   # the lines resident (a warm-up launch), the channels idle when the timed one starts
@@ -211,7 +220,7 @@ def depth_stream(ctas: int, stages: int, box: int, count: int, where: str, ghz: 
         issued[c] += 1
         return [((c, (issued[c] - 1) % distinct), box, box)]
 
-    _stream(mem, rate, fixed, ctas, stages, next_load, last, gpc_links(ctas, ghz) if gpc else None)
+    _stream(mem, rate, fixed, ctas, stages, next_load, last, _paths(side, mem, ctas, ghz))
     return statistics.median(last) / count
 
 
@@ -233,7 +242,7 @@ def stream_rows(paths=None) -> list[dict]:
             args = (r["ctas"], r["stages"], r["box_rows"] * 128, r["count"], where, mhz / 1e3, nbx)
             out.append({"gpu": gpu, "where": where, "box_kib": r["box_rows"] * 128 // 1024, "ctas": r["ctas"],
                         "stages": r["stages"], "mhz": mhz, "measured": r["cycles_per_box"],
-                        "model": depth_stream(*args), "gpc": depth_stream(*args, gpc=True)})
+                        "model": depth_stream(*args), "links": depth_stream(*args, side="links")})
     return out
 
 
@@ -251,9 +260,9 @@ def stream_tables(rows: list[dict]) -> list[str]:
         rt = 1e3 * r["stages"] / r["mhz"]
         out.append(f"| {r['gpu']} | {r['where']} | {r['box_kib']} | {r['ctas']} | {r['stages']} | {r['mhz']:.0f} | "
                    f"{r['measured']:.0f} | {r['model']:.0f} | {r['model'] / r['measured']:.2f} | "
-                   f"{r['gpc'] / r['measured']:.2f} | {r['measured'] * rt:.0f} | {r['model'] * rt:.0f} |")
+                   f"{r['links'] / r['measured']:.2f} | {r['measured'] * rt:.0f} | {r['model'] * rt:.0f} |")
         groups.setdefault((r["gpu"], r["where"], order.index(_bucket(r["ctas"])), r["stages"] > 2), []).append(
-            (r["model"] / r["measured"], r["gpc"] / r["measured"]))
+            (r["model"] / r["measured"], r["links"] / r["measured"]))
     out += ["", "| GPU | source | CTAs | loads in flight | runs | median model / measured | min | max | "
             "median with GPC links |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for (gpu, where, b, deep), v in sorted(groups.items()):
@@ -261,6 +270,59 @@ def stream_tables(rows: list[dict]) -> list[str]:
         out.append(f"| {gpu} | {where} | {order[b]} | {'3 or more' if deep else '1-2'} | {len(v)} | "
                    f"{statistics.median(w):.2f} | {min(w):.2f} | {max(w):.2f} | "
                    f"{statistics.median(x for _, x in v):.2f} |")
+    return out
+
+
+def window_stream(ctas: int, pairing: str, offset: float, ghz: float, group: int = 2, count: int = 256,
+                  nbx: int = 16, stages: int = 6, side: str = "model") -> float:
+    """Bytes/s of l2share_window's stream: ``ctas // group`` stripes of ``nbx`` boxes, L2-resident; the
+    partners of a stripe are CTAs b, b + 1 (``near``) or b, b + ctas / 2 (``far``), the second starting
+    ``offset`` cycles late; rate = the bytes of all CTAs over the median CTA's streaming time (as measured)."""
+    mem, rate, fixed = _memory(ghz)
+    stripes = ctas // group
+    for st in range(stripes):
+        for x in range(nbx):
+            mem.load(0.0, (st, x), BOX)
+    mem.l2.next_free = mem.hbm.next_free = 0.0
+    stripe = [b // group if pairing == "near" else b % stripes for b in range(ctas)]
+    delay = [offset * (b % group if pairing == "near" else b // stripes) for b in range(ctas)]
+    issued, last = [0] * ctas, [0.0] * ctas
+
+    def next_load(c):
+        if issued[c] == count:
+            return None
+        issued[c] += 1
+        return [((stripe[c], (issued[c] - 1) % nbx), BOX, BOX)]
+
+    _stream(mem, rate, fixed, ctas, stages, next_load, last, _paths(side, mem, ctas, ghz), delay)
+    span = statistics.median(t - d for t, d in zip(last, delay, strict=True))
+    return ctas * count * BOX / (span / (ghz * 1e9))
+
+
+def window_rows(paths=None) -> list[dict]:
+    """Every l2share_window(_load) row of the committed v3k / v3l results."""
+    out = []
+    for path in paths or sorted(RESULTS.glob("*_microbench_v3[kl]*.json")):
+        doc = json.loads(Path(path).read_text())
+        res = doc.get("results", {})
+        for r in (r for f in ("l2share_window", "l2share_window_load") for r in res.get(f, {}).get("window", [])):
+            pairing = r.get("pairing", "near") if r["group"] == 2 else "alone"
+            args = (r["ctas"], r.get("pairing", "near"), r["offset_cycles"], r["clock_mhz"] / 1e3, r["group"],
+                    r["count"])
+            out.append({"gpu": _gpu_name(doc), "run": Path(path).stem.split("_", 2)[-1], "ctas": r["ctas"],
+                        "pairing": pairing, "offset": r["offset_cycles"], "measured": r["bytes_per_s"] / 1e12,
+                        **{sd: window_stream(*args, side=sd) / 1e12 for sd in SIDES}})
+    return out
+
+
+def window_table(rows: list[dict]) -> list[str]:
+    out = ["| GPU | run | CTAs | partners | second starts after (cycles) | measured TB/s | model | model / measured | "
+           "GPC links / measured | links + merge / measured |",
+           "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        out.append(f"| {r['gpu']} | {r['run']} | {r['ctas']} | {r['pairing']} | {r['offset']} | {r['measured']:.2f} | "
+                   f"{r['model']:.2f} | {r['model'] / r['measured']:.2f} | {r['links'] / r['measured']:.2f} | "
+                   f"{r['merge'] / r['measured']:.2f} |")
     return out
 
 
@@ -297,13 +359,16 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["# The SM90 model's memory system against the TMA microbenchmarks", "",
              f"Written by `{cmd}` (benchmarks/l2_replay.py says what each replay is). Model / measured of the unit "
              "shown: for a rate (TB/s) above 1 is too fast, for cycles below 1 is.", "",
-             "| replay | unit | measured | model | model / measured | with in-flight merge (candidate) |",
-             "| --- | --- | ---: | ---: | ---: | ---: |"]
+             "| replay | unit | measured | model | model / measured | GPC links / measured | links + merge / measured |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in share_rows() + mainloop_rows():
         lines.append(f"| {r['what']} | {r['unit']} | {r['measured']:.2f} | {r['model']:.2f} | "
-                     f"{r['model'] / r['measured']:.2f} | {r['merged'] / r['measured']:.2f} |")
+                     f"{r['model'] / r['measured']:.2f} | {r['links'] / r['measured']:.2f} | {r['merge'] / r['measured']:.2f} |")
     lines += ["", "Streams of v3d / v3j (each CTA its own stripe; round trip = cycles per box x loads in flight):", ""]
     lines += stream_tables(stream_rows())
+    lines += ["", "The merge window (v3k / v3l: pairs reading the same boxes, the second starting later; near: one "
+              "GPC, far: two; rate = all CTAs' bytes over the median CTA's time):", ""]
+    lines += window_table(window_rows())
     lines += ["", "CTAs slowed together (v3j, L2-resident, each CTA its own lines): a limit shared by a group of SMs "
               "shows as a set of slowed SMs whose summed rate stays the same as the set grows.", ""]
     lines += shared_cap_rows()
