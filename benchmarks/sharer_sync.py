@@ -1,0 +1,130 @@
+"""How close in time CTAs on one GPC load the same operand slice: the twin's K-block traces against the model.
+
+A merge of loads within a GPC (``benchmarks/gpc_links.py``, measured by v3k / v3l) can only pay where CTAs that
+load the same A (same tile row) or B (same tile column) slice at the same K-block sit on one GPC and issue
+within ``gpc_merge_window_cycles`` of each other. For every committed K-block trace of the twin this counts
+those pairs and their issue gaps, measured (each SM's ``clock64`` placed on one axis by its role's
+``%globaltimer`` at start, which ticks in 32 ns steps) and in the shipped model (simulated at the trace's clock,
+CTAs on the GPCs ``launch_gpcs`` gives a launch with a cluster shape, as the twin is launched). Pairs more than
+8000 cycles apart (another wave of tiles) are left out. In a 2x1 cluster the B sharers include the cluster's
+own two CTAs, which receive one multicast load together.
+
+    python benchmarks/sharer_sync.py [--out validation/results]     (--out: also sharer_sync.md there)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:           # run as a script: benchmarks/ is not a package
+    sys.path.insert(0, str(ROOT))
+from benchmarks.gpc_links import GPC_MERGE_WINDOW, H200_DOMAIN_GPC, launch_gpcs  # noqa: E402
+from hw_kernels import records as R  # noqa: E402
+from validation import hw_trace as H  # noqa: E402
+
+RESULTS = ROOT / "validation" / "results"
+#: K-block traces of the twin (a raw record buffer each): the committed H200 ones and the H100 sharer set.
+TRACES = ("raw_*trace-kblock*.npz", "sharer_traces_h100/raw_*.npz")
+SAME_WAVE_CYCLES = 8000
+GAPS = (25, 100, GPC_MERGE_WINDOW.value, 500)
+
+
+def _gpc_of_sm() -> dict[int, int]:
+    doms = json.loads((RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
+    return {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(doms) for sm in d}
+
+
+def gaps(loads: dict) -> np.ndarray:
+    """Issue gaps of every pair on one GPC within a wave; ``loads``: slice -> [(cycle, gpc), ...]."""
+    out = []
+    for lst in loads.values():
+        for i, (t, g) in enumerate(lst):
+            out += [abs(t - u) for u, h in lst[i + 1:] if h == g]
+    v = np.asarray(out, dtype=float)
+    return v[v < SAME_WAVE_CYCLES]
+
+
+def measured_loads(buf, meta: dict, operand: str) -> dict:
+    gpc_of = _gpc_of_sm()
+    sl = H.decode(buf, meta["capacity"], meta["ctas"])
+    t0 = min(s.gt0 for s in sl.values())
+    loads: dict = {}
+    for (_, role), s in sl.items():
+        if role != "MainloopLoad":
+            continue
+        for r in s.data[(s.data[:, 0] & 0xFF) == R.P_KBLOCK]:
+            kb, tm, tn = int((r[0] >> 16) & 0xFFFF), int(r[1] & 0xFFFF), int(r[1] >> 16)
+            t = (s.gt0 - t0) * s.ghz + int(s.cycles(r[4]))
+            loads.setdefault((tm if operand == "A" else tn, kb), []).append((t, gpc_of[s.smid]))
+    return loads
+
+
+def model_loads(path: Path, operand: str) -> tuple[dict, float]:
+    from simulator.engine import simulate
+    from simulator.kernels.scheduler import sm90_cluster_capacity
+    from simulator.machine.arch import ArchSpec
+    from validation.compare import load_measured, measured_clock, sim_config_from_measured
+    meta = load_measured(Path(path)).meta
+    cfg = sim_config_from_measured(meta)
+    arch = ArchSpec.h200().with_overrides({"clock_ghz": measured_clock(meta)}, origin="the trace's in-kernel clock")
+    res = simulate(cfg, arch, trace=True)
+    size = cfg.cluster_m * cfg.cluster_n
+    resident = sm90_cluster_capacity(size, arch)
+    gpc = launch_gpcs(size, resident, arch)
+    loads: dict = {}
+    for s in res.trace.spans():
+        if s.role == "MainloopLoad" and s.kind == "tma_load":
+            key = (s.tile_m if operand == "A" else s.tile_n, s.k_block)
+            loads.setdefault(key, []).append((s.start_cycle, gpc[s.cluster % resident]))
+    return loads, res.time_ns / 1e3
+
+
+def _cells(v: np.ndarray) -> str:
+    if not v.size:
+        return "0 | - | " + " | ".join("-" for _ in GAPS)
+    return f"{v.size} | {np.median(v):.0f} | " + " | ".join(f"{np.mean(v <= g):.2f}" for g in GAPS)
+
+
+def rows(paths=None) -> list[str]:
+    out = []
+    for path in paths or sorted(p for pat in TRACES for p in RESULTS.glob(pat)):
+        buf, meta = H.load_raw(path)
+        name = meta.get("config_name", Path(path).stem)
+        p = meta["problem"]
+        for operand in ("A", "B"):
+            model, _ = model_loads(path, operand)
+            head = f"| {name} | {p['m']}x{p['n']}x{p['k']} | {meta.get('device', '?').replace('NVIDIA ', '')} | {operand} |"
+            out.append(f"{head} measured | {_cells(gaps(measured_loads(buf, meta, operand)))} |")
+            out.append(f"{head} model | {_cells(gaps(model))} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="also write sharer_sync.md into this folder")
+    a = ap.parse_args(argv)
+    cmd = "python benchmarks/sharer_sync.py" + (f" --out {a.out}" if a.out else "")
+    w = ", ".join(f"<= {g:g}" for g in GAPS)
+    lines = ["# CTAs on one GPC loading the same slice: how far apart, on the GPU and in the model", "",
+             f"Written by `{cmd}` (its docstring says how). Per trace and operand: pairs of CTAs on one GPC that "
+             f"load the same slice at the same K-block within {SAME_WAVE_CYCLES} cycles, their median issue gap "
+             f"(cycles) and the fraction of pairs within {w} cycles (the merge window is "
+             f"{GPC_MERGE_WINDOW.value:g}).", "",
+             "| config | problem | GPU | operand | source | pairs | median gap | " + " | ".join(f"<= {g:g}" for g in GAPS)
+             + " |", "| --- | --- | --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in GAPS) + " |"]
+    lines += rows()
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        Path(a.out, "sharer_sync.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
