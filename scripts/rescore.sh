@@ -30,6 +30,7 @@ declare -A CMD=(
   [small_m_rates]="-m validation.small_m_rates"
   [mainloop_replay]="benchmarks/mainloop_replay.py --out $R"
   [l2_replay]="benchmarks/l2_replay.py --out $R"
+  [sharer_sync]="benchmarks/sharer_sync.py --out $R"
   [quick]="-m wsim accuracy --quick --data h200 --jobs $J --out $R/quick"
   [main]="-m wsim accuracy --quick --budget h200=1300 --budget b200=150 --jobs $J --out $R"
   [heldout]="-m validation.accuracy --data h200-wide-heldout --quick --budget 1500 --jobs $J --out $R/heldout"
@@ -38,7 +39,7 @@ declare -A CMD=(
   [check]="-m wsim check --grid full --out $R/check_catalogue.md"
 )
 ORDER=(streamk_nd streamk fixup_contention fixup_traces fixup_traces_h100 streamk_check ragged_n ragged_n_check
-       small_m small_m_check small_m_rates mainloop_replay l2_replay quick main heldout tune_h200 tune_b200 check)
+       small_m small_m_check small_m_rates mainloop_replay l2_replay sharer_sync quick main heldout tune_h200 tune_b200 check)
 if [ "${1:-}" = "--list" ]; then
   for s in "${ORDER[@]}"; do echo "$s: python ${CMD[$s]}"; done; exit 0
 fi
