@@ -41,13 +41,25 @@ def _gpc_of_sm() -> dict[int, int]:
 
 
 def gaps(loads: dict) -> np.ndarray:
-    """Issue gaps of every pair on one GPC within a wave; ``loads``: slice -> [(cycle, gpc), ...]."""
+    """Issue gaps of every pair on one GPC within a wave; ``loads``: slice -> [(cycle, gpc, first tile?), ...]."""
     out = []
     for lst in loads.values():
-        for i, (t, g) in enumerate(lst):
-            out += [abs(t - u) for u, h in lst[i + 1:] if h == g]
+        for i, (t, g, _) in enumerate(lst):
+            out += [abs(t - u) for u, h, _ in lst[i + 1:] if h == g]
     v = np.asarray(out, dtype=float)
     return v[v < SAME_WAVE_CYCLES]
+
+
+def spread(loads: dict) -> dict[int, float]:
+    """K-block -> the median over slices of the standard deviation of the issue times of the CTAs that load the
+    slice as part of their first tile (all GPCs; slices with at least 4 such CTAs): how the CTAs that start
+    together drift apart."""
+    by_kb: dict[int, list[float]] = {}
+    for (_, kb), lst in loads.items():
+        t = np.array([u for u, _, first in lst if first])
+        if len(t) >= 4:
+            by_kb.setdefault(kb, []).append(float(np.std(t)))
+    return {kb: float(np.median(v)) for kb, v in sorted(by_kb.items())}
 
 
 def measured_loads(buf, meta: dict, operand: str) -> dict:
@@ -58,10 +70,12 @@ def measured_loads(buf, meta: dict, operand: str) -> dict:
     for (_, role), s in sl.items():
         if role != "MainloopLoad":
             continue
-        for r in s.data[(s.data[:, 0] & 0xFF) == R.P_KBLOCK]:
+        recs = s.data[(s.data[:, 0] & 0xFF) == R.P_KBLOCK]
+        first = int(recs[0, 1]) if len(recs) else None
+        for r in recs:
             kb, tm, tn = int((r[0] >> 16) & 0xFFFF), int(r[1] & 0xFFFF), int(r[1] >> 16)
             t = (s.gt0 - t0) * s.ghz + int(s.cycles(r[4]))
-            loads.setdefault((tm if operand == "A" else tn, kb), []).append((t, gpc_of[s.smid]))
+            loads.setdefault((tm if operand == "A" else tn, kb), []).append((t, gpc_of[s.smid], int(r[1]) == first))
     return loads
 
 
@@ -78,10 +92,13 @@ def model_loads(path: Path, operand: str) -> tuple[dict, float]:
     resident = sm90_cluster_capacity(size, arch)
     gpc = launch_gpcs(size, resident, arch)
     loads: dict = {}
+    first: dict = {}
     for s in res.trace.spans():
         if s.role == "MainloopLoad" and s.kind == "tma_load":
             key = (s.tile_m if operand == "A" else s.tile_n, s.k_block)
-            loads.setdefault(key, []).append((s.start_cycle, gpc[s.cluster % resident]))
+            tile = (s.tile_m, s.tile_n)
+            is_first = first.setdefault((s.cluster, s.cta), tile) == tile
+            loads.setdefault(key, []).append((s.start_cycle, gpc[s.cluster % resident], is_first))
     return loads, res.time_ns / 1e3
 
 
@@ -91,18 +108,30 @@ def _cells(v: np.ndarray) -> str:
     return f"{v.size} | {np.median(v):.0f} | " + " | ".join(f"{np.mean(v <= g):.2f}" for g in GAPS)
 
 
-def rows(paths=None) -> list[str]:
-    out = []
+#: K-blocks at which :func:`spread` is tabled (those past a problem's K are left blank).
+SPREAD_KBLOCKS = (0, 4, 8, 16, 32, 64, 128)
+
+
+def _spread_cells(sp: dict[int, float]) -> str:
+    return " | ".join(f"{sp[kb]:.0f}" if kb in sp else "" for kb in SPREAD_KBLOCKS)
+
+
+def rows(paths=None) -> tuple[list[str], list[str]]:
+    """(gap rows, spread rows) of every trace, measured and modelled, for A and B."""
+    out, drift = [], []
     for path in paths or sorted(p for pat in TRACES for p in RESULTS.glob(pat)):
         buf, meta = H.load_raw(path)
         name = meta.get("config_name", Path(path).stem)
         p = meta["problem"]
         for operand in ("A", "B"):
             model, _ = model_loads(path, operand)
+            meas = measured_loads(buf, meta, operand)
             head = f"| {name} | {p['m']}x{p['n']}x{p['k']} | {meta.get('device', '?').replace('NVIDIA ', '')} | {operand} |"
-            out.append(f"{head} measured | {_cells(gaps(measured_loads(buf, meta, operand)))} |")
+            out.append(f"{head} measured | {_cells(gaps(meas))} |")
             out.append(f"{head} model | {_cells(gaps(model))} |")
-    return out
+            drift.append(f"{head} measured | {_spread_cells(spread(meas))} |")
+            drift.append(f"{head} model | {_spread_cells(spread(model))} |")
+    return out, drift
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,7 +147,14 @@ def main(argv: list[str] | None = None) -> int:
              f"{GPC_MERGE_WINDOW.value:g}).", "",
              "| config | problem | GPU | operand | source | pairs | median gap | " + " | ".join(f"<= {g:g}" for g in GAPS)
              + " |", "| --- | --- | --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in GAPS) + " |"]
-    lines += rows()
+    gap_rows, drift_rows = rows()
+    lines += gap_rows
+    lines += ["", "How CTAs that start together drift apart: per K-block, the median over slices of the standard deviation "
+              "(cycles) of the issue times of the CTAs loading the slice in their first tile (every GPC; slices with "
+              "at least 4 such CTAs).", "",
+              "| config | problem | GPU | operand | source | " + " | ".join(f"K-block {kb}" for kb in SPREAD_KBLOCKS)
+              + " |", "| --- | --- | --- | --- | --- | " + " | ".join("---:" for _ in SPREAD_KBLOCKS) + " |"]
+    lines += drift_rows
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
