@@ -351,6 +351,37 @@ def shared_cap_rows(paths=None) -> list[str]:
     return out
 
 
+def gpc_share_rows(paths=None) -> list[str]:
+    """From every 132-CTA L2 stream with each CTA's SM and cycles (v3j, v3k, v3l), per run: the summed rate of
+    each GPC's CTAs and the SMs landing over 1.2x the median CTA's rate: how a GPC's link is shared out."""
+    from benchmarks.gpc_links import H200_DOMAIN_GPC
+    domains = json.loads((RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
+    gpc_of = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(domains) for sm in d}
+    sizes = [sum(1 for g in gpc_of.values() if g == k) for k in range(max(gpc_of.values()) + 1)]
+    out = ["| GPU (run) | family | box KiB | loads in flight | median CTA B/clk | sum per GPC B/clk (SMs: "
+           + " ".join(map(str, sizes)) + ") | CTAs over 1.2x the median (their B/clk) | their SMs |",
+           "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"]
+    fams = (("tma_loaded", "loaded"), ("l2share_window", "window"), ("l2share_window_load", "window"))
+    for path in paths or sorted(RESULTS.glob("*_microbench_v3[jkl]*.json")):
+        doc = json.loads(Path(path).read_text())
+        res = doc.get("results", {})
+        for fam, key in fams:
+            for r in res.get(fam, {}).get(key, []):
+                if r["ctas"] != 132 or r.get("group", 1) != 1 or r.get("where", "l2") != "l2" or not r.get("smids"):
+                    continue
+                rate = [r["count"] * r.get("box_rows", 128) * 128 / c for c in r["cta_cycles"]]
+                med = statistics.median(rate)
+                sums = [0.0] * len(sizes)
+                for sm, v in zip(r["smids"], rate, strict=True):
+                    sums[gpc_of[sm]] += v
+                fast = sorted((sm, v) for sm, v in zip(r["smids"], rate, strict=True) if v > 1.2 * med)
+                fr = f"{len(fast)} ({statistics.median(v for _, v in fast):.0f})" if fast else "0"
+                out.append(f"| {_gpu_name(doc)} ({Path(path).stem.split('_', 2)[-1]}) | {fam} | "
+                           f"{r.get('box_rows', 128) * 128 // 1024} | {r['stages']} | {med:.0f} | "
+                           f"{' '.join(f'{x:.0f}' for x in sums)} | {fr} | {' '.join(str(sm) for sm, _ in fast)} |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="also write l2_replay.md into this folder")
@@ -372,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "CTAs slowed together (v3j, L2-resident, each CTA its own lines): a limit shared by a group of SMs "
               "shows as a set of slowed SMs whose summed rate stays the same as the set grows.", ""]
     lines += shared_cap_rows()
+    lines += ["", "How a GPC's link is shared out (132 CTAs, each its own lines, L2-resident): each GPC's CTAs together, "
+              "and the CTAs landing over 1.2x the median CTA's rate.", ""]
+    lines += gpc_share_rows()
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

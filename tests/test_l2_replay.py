@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
 from benchmarks import l2_replay as R
+from benchmarks.gpc_links import H200_DOMAIN_GPC
 
 
 def _share(group, what):
@@ -84,3 +86,17 @@ def test_shared_cap_rows_name_the_slowed_smis_and_their_summed_rate(tmp_path):
     p.write_text(json.dumps({"meta": {"device": {"name": "NVIDIA GPU"}}, "results": {"tma_loaded": {"loaded": runs}}}))
     rows = R.shared_cap_rows([p])[2:]
     assert rows == ["| GPU (v3j) | 16 | 8 | 4 | 100 | 4 | 3 7 9 11 | 250 | 4 |"]
+
+
+def test_every_16_sm_gpc_gives_four_sms_a_larger_share_of_its_link():
+    """132 CTAs streaming their own lines, 4+ in flight, on every H100 run: 24 fast SMs, four in each 16-SM GPC,
+    none in the two 18-SM GPCs; the GPCs' sums stay within 475-545 B/clk."""
+    rows = [r for r in R.gpc_share_rows() if r.startswith("| H100")]
+    deep = [r.split(" | ") for r in rows if int(r.split(" | ")[3]) >= 4 and not r.split(" | ")[6].startswith("0")]
+    assert len(deep) >= 8
+    domains = json.loads((R.RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
+    gpc_of = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(domains) for sm in d}
+    for cells in deep:
+        assert cells[6].startswith("24 ")
+        assert Counter(gpc_of[int(sm)] for sm in cells[7].rstrip(" |").split()) == dict.fromkeys(range(6), 4)
+        assert all(475 <= float(x) <= 545 for x in cells[5].split())
