@@ -118,3 +118,40 @@ def test_l2share_window_load_launches_near_and_far_pairs_at_every_load(gpu):
     assert "l2share_window.66sm.pair.far.off150.bytes_per_s" in res["quantities"]
     assert "l2share_window.16sm.pair.off150.bytes_per_s" in res["quantities"]
     assert len(res["quantities"]) == 2 * len(rows)
+
+
+class MaskedGpu(FakeGpu):
+    """Block i runs on SM i; only the SMs set in the last mask stream, and in each 16-SM GPC four SMs stream
+    1.4x faster when everyone streams (the measured pattern)."""
+
+    def __init__(self, gmap):
+        super().__init__()
+        self.mask, self.gmap = None, gmap
+        by = {}
+        for sm in sorted(gmap):
+            by.setdefault(gmap[sm], []).append(sm)
+        self.fast = {s for g, sms in by.items() if len(sms) == 16 for s in sms[:4]}
+
+    def h2d(self, p, arr):
+        self.mask = arr.copy()
+
+    def spans(self, out, n, width):
+        cyc = self.count * CYCLES_PER_BOX
+        return [[0, int(cyc / (1.4 if i in self.fast else 1.0)), 0, int(cyc / 1.8), i, 0, 0, 0] if self.mask[i]
+                else [0, 0, 0, 0, i, 0, 0, 0] for i in range(n)]
+
+
+def test_l2share_groups_finds_the_fast_sms_and_streams_them_apart(monkeypatch):
+    from validation.microbench import l2share_groups as lg
+    monkeypatch.setattr(build, "cubin_path", lambda name: f"/nonexistent/{name}.cubin")
+    gmap = lg.gpc_of_sm()
+    gpu = MaskedGpu(gmap)
+    res = lg.measure(gpu, quick=True)
+    runs = {r["what"]: r for r in res["runs"]}
+    assert len(runs["all"]["sms"]) == 132
+    assert len(runs["fast SMs of every GPC"]["sms"]) == 24 == len(gpu.fast)
+    assert len(runs["slow SMs of the GPCs with fast ones"]["sms"]) == 72
+    alone = [w for w in runs if w.endswith("alone")]
+    assert [len(runs[w]["sms"]) for w in alone] == [16, 12, 4, 18]
+    assert {fn for fn, _, _ in gpu.launches} == {"tma_stream_masked"}
+    assert "l2share_groups.fast_SMs_of_every_GPC.sum_bytes_per_clk" in res["quantities"]

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 
 from .mainloop import misaligned_pitch
@@ -144,7 +145,13 @@ def _v3_tables(res: dict) -> list[str]:
                  rows("l2share_window_load", "window"),
                  lambda r: (r["ctas"], "pair" if r["group"] == 2 else "alone",
                             r.get("pairing", "near") if r["group"] == 2 else "-", r["offset_cycles"],
-                            f"{r['bytes_per_s'] / 1e12:.2f}", f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"])))
+                            f"{r['bytes_per_s'] / 1e12:.2f}", f"{r['bytes_per_clk_per_sm']:.1f}", r["clock_mhz"]))
+        + _table("Chosen SMs streaming their own L2 lines (16 KiB boxes, 6 in flight), the others idle",
+                 "SMs streaming | how many | median B/clk/SM | min | max | sum B/clk | MHz", "lrrrrrr",
+                 rows("l2share_groups", "runs"),
+                 lambda r: (r["what"], len(r["sms"]), f"{statistics.median(r['bytes_per_clk']):.1f}",
+                            f"{min(r['bytes_per_clk']):.1f}", f"{max(r['bytes_per_clk']):.1f}",
+                            f"{sum(r['bytes_per_clk']):.0f}", r["clock_mhz"])))
 
 
 _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of issue 17 (small M, shared lines, "
@@ -158,7 +165,8 @@ _TITLES = {"v2": "the SM90 model's timing constants", "v3": "the mechanisms of i
            "misaligned row pitch in every cluster shape)", "v3i": "the stream-K fixup's workspace accesses against other SMs' TMA "
            "loads", "v3j": "the TMA stream's loaded latency: SMs streaming at once against loads in flight, HBM and L2",
            "v3k": "how close in time two reads of the same L2 lines must be to be served as one",
-           "v3l": "the L2 merge window against the SMs streaming at once, partners on one GPC or two"}
+           "v3l": "the L2 merge window against the SMs streaming at once, partners on one GPC or two",
+           "v3m": "which SMs share a limit on the L2 -> SM path"}
 
 
 def gpu_short_name(name: str | None) -> str:

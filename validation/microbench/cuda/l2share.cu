@@ -73,3 +73,17 @@ extern "C" __global__ void __launch_bounds__(32, 1) tma_stream_offset_far(const 
   b.i[4] = a.i[4] + (blockIdx.x % stripes - blockIdx.x / a.i[6]) * a.i[5];
   grouped_stream(&tmap, b, 0, (long long)(blockIdx.x / stripes) * a.i[7]);
 }
+
+// Masked stream: CTA b streams its own stripe (tma_stream_grouped with group 1, stagger 0) only if its SM is
+// selected (p[1]: one byte per SM id); the others record an empty span and exit. Which SMs share a limit on the
+// L2 -> SM path: the same SMs streaming with and without their neighbours.
+extern "C" __global__ void __launch_bounds__(32, 1) tma_stream_masked(const __grid_constant__ TmaDesc tmap,
+                                                                        const Args a) {
+  if (threadIdx.x != 0) return;
+  const unsigned char* mask = (const unsigned char*)a.p[1];
+  if (!mask[smid()]) {
+    write_span((long long*)a.p[0] + blockIdx.x * 8, 0, 0, 0, 0);
+    return;
+  }
+  grouped_stream(&tmap, a, 0, 0);
+}
