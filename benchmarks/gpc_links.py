@@ -15,12 +15,13 @@ from simulator.kernels.scheduler import H200_PLACEMENT_DOMAINS, sm90_placement_d
 from simulator.machine.arch import ArchSpec
 from simulator.machine.constants import Constant
 from simulator.machine.memory import Channel, MemorySystem
+from validation.microbench.l2share_groups import DOMAIN_GPC as H200_DOMAIN_GPC
+from validation.microbench.l2share_groups import gpc_of_sm
+
+__all__ = ["H200_DOMAIN_GPC", "gpc_of_sm", "launch_gpcs", "gpc_count", "GpcPath", "gpc_paths",
+           "GPC_L2_BYTES_PER_S", "GPC_MERGE_WINDOW"]
 
 _MB2 = "validation/results/h200_microbench_v2.json"
-#: The physical GPC of each placement domain of ``H200_PLACEMENT_DOMAINS`` (same order): the 8-SM domain and
-#: the four 2-SM domains are one GPC of 16 SMs (measured on an H100, the same GH100 floorplan and domains:
-#: h100_microbench_v3j's streams from L2 slow down together exactly when they share these groups).
-H200_DOMAIN_GPC = (0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0)
 #: One GPC's L2 -> SM link: 9 of the 16 CTAs of the v2 16-SM stream share a GPC in the launch order below.
 GPC_L2_BYTES_PER_S = Constant("gpc_l2_to_sm_bytes_per_s", round(9 * 71.82 * 1980.1e6, -8), "B/s",
                               f"derived: 9 x {_MB2} l2_to_sm.f16MiB.16sm.bytes_per_clk_per_sm (71.82) x its "

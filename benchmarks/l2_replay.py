@@ -354,9 +354,8 @@ def shared_cap_rows(paths=None) -> list[str]:
 def gpc_share_rows(paths=None) -> list[str]:
     """From every 132-CTA L2 stream with each CTA's SM and cycles (v3j, v3k, v3l), per run: the summed rate of
     each GPC's CTAs and the SMs landing over 1.2x the median CTA's rate: how a GPC's link is shared out."""
-    from benchmarks.gpc_links import H200_DOMAIN_GPC
-    domains = json.loads((RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
-    gpc_of = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(domains) for sm in d}
+    from benchmarks.gpc_links import gpc_of_sm
+    gpc_of = gpc_of_sm()
     sizes = [sum(1 for g in gpc_of.values() if g == k) for k in range(max(gpc_of.values()) + 1)]
     out = ["| GPU (run) | family | box KiB | loads in flight | median CTA B/clk | sum per GPC B/clk (SMs: "
            + " ".join(map(str, sizes)) + ") | CTAs over 1.2x the median (their B/clk) | their SMs |",

@@ -15,7 +15,6 @@ own two CTAs, which receive one multicast load together.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:           # run as a script: benchmarks/ is not a package
     sys.path.insert(0, str(ROOT))
-from benchmarks.gpc_links import GPC_MERGE_WINDOW, H200_DOMAIN_GPC, launch_gpcs  # noqa: E402
+from benchmarks.gpc_links import GPC_MERGE_WINDOW, gpc_of_sm, launch_gpcs  # noqa: E402
 from hw_kernels import records as R  # noqa: E402
 from validation import hw_trace as H  # noqa: E402
 
@@ -33,11 +32,6 @@ RESULTS = ROOT / "validation" / "results"
 TRACES = ("raw_*trace-kblock*.npz", "sharer_traces_h100/raw_*.npz")
 SAME_WAVE_CYCLES = 8000
 GAPS = (25, 100, GPC_MERGE_WINDOW.value, 500)
-
-
-def _gpc_of_sm() -> dict[int, int]:
-    doms = json.loads((RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
-    return {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(doms) for sm in d}
 
 
 def gaps(loads: dict) -> np.ndarray:
@@ -63,7 +57,7 @@ def spread(loads: dict) -> dict[int, float]:
 
 
 def measured_loads(buf, meta: dict, operand: str) -> dict:
-    gpc_of = _gpc_of_sm()
+    gpc_of = gpc_of_sm()
     sl = H.decode(buf, meta["capacity"], meta["ctas"])
     t0 = min(s.gt0 for s in sl.values())
     loads: dict = {}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import l2_replay as R
-from benchmarks.gpc_links import H200_DOMAIN_GPC, launch_gpcs
+from benchmarks.gpc_links import H200_DOMAIN_GPC, gpc_of_sm, launch_gpcs
 from simulator.kernels.scheduler import H200_PLACEMENT_DOMAINS, sm90_cluster_capacity
 from simulator.machine.arch import ArchSpec
 
@@ -19,10 +19,9 @@ def _v3j_gpcs(name: str) -> list[tuple[int, tuple[int, ...]]]:
     """(CTAs, the GPC of each CTA in blockIdx order) of every grid of a v3j run, its ``smids`` mapped to GPCs by
     the H200's placement domains (the same GH100 floorplan)."""
     res = Path(__file__).resolve().parents[1] / "validation" / "results"
-    domains = json.loads((res / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
-    gpc_of_sm = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(domains) for sm in d}
+    gpc_of = gpc_of_sm()
     runs = json.loads((res / name).read_text())["results"]["tma_loaded"]["loaded"]
-    return [(r["ctas"], tuple(gpc_of_sm[sm] for sm in r["smids"])) for r in runs]
+    return [(r["ctas"], tuple(gpc_of[sm] for sm in r["smids"])) for r in runs]
 
 
 @pytest.mark.parametrize("run", ["h100_microbench_v3j.json", "h100_microbench_v3j_run2.json",
@@ -92,8 +91,8 @@ def test_a_merge_within_a_gpc_explains_lockstep_sharers_but_not_spread_ones():
 
 def _cluster_launches() -> list[tuple[int, tuple[int, ...]]]:
     res = json.loads((R.RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]
-    gpc_of_sm = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(res["gpcs"]) for sm in d}
-    return [(r["cluster"], tuple(gpc_of_sm[c[0]] for c in r["clusters_sms"])) for r in res["launches"]]
+    gpc_of = gpc_of_sm()
+    return [(r["cluster"], tuple(gpc_of[c[0]] for c in r["clusters_sms"])) for r in res["launches"]]
 
 
 def test_launch_gpcs_give_the_measured_order_of_every_cluster_launch():
@@ -127,14 +126,13 @@ def test_the_replayed_merge_also_merges_partners_the_hardware_keeps_apart():
 def _twin_launches() -> list[tuple[int, tuple[int, ...]]]:
     """(cluster size, the GPC of each CTA in blockIdx order) of every committed raw trace of the twin."""
     from validation import hw_trace as H
-    res = json.loads((R.RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]
-    gpc_of_sm = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(res["gpcs"]) for sm in d}
+    gpc_of = gpc_of_sm()
     out = []
     for path in sorted(R.RESULTS.glob("**/raw_*.npz")):
         buf, meta = H.load_raw(path)
         sl = H.decode(buf, meta["capacity"], meta["ctas"])
         smids = [sm for _, sm in sorted((s.cta_linear, s.smid) for (_, role), s in sl.items() if role == "MainloopLoad")]
-        out.append((meta["config"]["cluster_m"] * meta["config"]["cluster_n"], tuple(gpc_of_sm[sm] for sm in smids)))
+        out.append((meta["config"]["cluster_m"] * meta["config"]["cluster_n"], tuple(gpc_of[sm] for sm in smids)))
     return out
 
 

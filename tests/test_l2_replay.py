@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from benchmarks import l2_replay as R
-from benchmarks.gpc_links import H200_DOMAIN_GPC
+from benchmarks.gpc_links import gpc_of_sm
 
 
 def _share(group, what):
@@ -94,8 +94,7 @@ def test_every_16_sm_gpc_gives_four_sms_a_larger_share_of_its_link():
     rows = [r for r in R.gpc_share_rows() if r.startswith("| H100")]
     deep = [r.split(" | ") for r in rows if int(r.split(" | ")[3]) >= 4 and not r.split(" | ")[6].startswith("0")]
     assert len(deep) >= 8
-    domains = json.loads((R.RESULTS / "h200_microbench_v2.json").read_text())["results"]["cluster"]["gpcs"]
-    gpc_of = {sm: H200_DOMAIN_GPC[i] for i, d in enumerate(domains) for sm in d}
+    gpc_of = gpc_of_sm()
     for cells in deep:
         assert cells[6].startswith("24 ")
         assert Counter(gpc_of[int(sm)] for sm in cells[7].rstrip(" |").split()) == dict.fromkeys(range(6), 4)

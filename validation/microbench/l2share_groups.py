@@ -5,6 +5,7 @@ GPC's total, or by a share of it per group of TPCs? The fast and slow sets are f
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 from pathlib import Path
@@ -13,13 +14,16 @@ from .common import qv
 from .l2share import BOX_COLS, STAGES, _try
 
 BOXES_PER_STRIPE = 16
-#: The physical GPC of each cluster placement domain of h200_microbench_v2 ``cluster.gpcs`` (the 8-SM domain and the
-#: four 2-SM domains are one GPC; the GH100 floorplan, as benchmarks/gpc_links.py's H200_DOMAIN_GPC).
+#: The physical GPC of each cluster placement domain of h200_microbench_v2 ``cluster.gpcs`` (same order): the 8-SM
+#: domain and the four 2-SM domains are one GPC of 16 SMs (measured on an H100, the same GH100 floorplan and domains:
+#: h100_microbench_v3j's streams from L2 slow down together exactly when they share these groups).
 DOMAIN_GPC = (0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0)
 _V2 = Path(__file__).resolve().parents[1] / "results" / "h200_microbench_v2.json"
 
 
+@functools.cache
 def gpc_of_sm() -> dict[int, int]:
+    """SM id -> GPC on the GH100 floorplan: v2's measured placement domains mapped by :data:`DOMAIN_GPC`."""
     doms = json.loads(_V2.read_text())["results"]["cluster"]["gpcs"]
     return {sm: DOMAIN_GPC[i] for i, d in enumerate(doms) for sm in d}
 

@@ -8,7 +8,7 @@
 // tensor's height are zero-filled by TMA (their bytes still count towards complete_tx).
 // p[0] = out (8 int64 per block); i[0] = nbx, i[1] = count, i[2] = stages (<= 8), i[3] = bytes per
 // box (box_rows x 128), i[4] = y0, i[5] = ystride, i[6] = group, i[7] = stagger.
-// The stream of one CTA (thread 0): boxes from x = bx0 on, after a spin of `delay` cycles (not timed).
+// The stream of one CTA (thread 0): boxes from x = bx on, after a spin of `delay` cycles (not timed).
 __device__ __forceinline__ void grouped_stream(const TmaDesc* tmap, const Args& a, int bx, long long delay) {
   extern __shared__ uint8_t dyn[];
   __shared__ __align__(8) uint64_t bars[8];
