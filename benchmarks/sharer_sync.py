@@ -56,11 +56,18 @@ def spread(loads: dict) -> dict[int, float]:
     return {kb: float(np.median(v)) for kb, v in sorted(by_kb.items())}
 
 
-def measured_loads(buf, meta: dict, operand: str) -> dict:
+def _add(loads: dict, tm: int, tn: int, kb: int, entry: tuple) -> None:
+    """File one load under its A slice (tile row, K-block) and its B slice (tile column, K-block)."""
+    loads["A"].setdefault((tm, kb), []).append(entry)
+    loads["B"].setdefault((tn, kb), []).append(entry)
+
+
+def measured_loads(buf, meta: dict) -> dict[str, dict]:
+    """Operand ("A", "B") -> slice -> [(issue cycle, GPC, in the CTA's first tile?), ...] of a raw trace."""
     gpc_of = gpc_of_sm()
     sl = H.decode(buf, meta["capacity"], meta["ctas"])
     t0 = min(s.gt0 for s in sl.values())
-    loads: dict = {}
+    loads: dict = {"A": {}, "B": {}}
     for (_, role), s in sl.items():
         if role != "MainloopLoad":
             continue
@@ -69,11 +76,12 @@ def measured_loads(buf, meta: dict, operand: str) -> dict:
         for r in recs:
             kb, tm, tn = int((r[0] >> 16) & 0xFFFF), int(r[1] & 0xFFFF), int(r[1] >> 16)
             t = (s.gt0 - t0) * s.ghz + int(s.cycles(r[4]))
-            loads.setdefault((tm if operand == "A" else tn, kb), []).append((t, gpc_of[s.smid], int(r[1]) == first))
+            _add(loads, tm, tn, kb, (t, gpc_of[s.smid], int(r[1]) == first))
     return loads
 
 
-def model_loads(path: Path, operand: str) -> tuple[dict, float]:
+def model_loads(path: Path) -> dict[str, dict]:
+    """As :func:`measured_loads`, for the shipped model simulating the trace's launch at its clock."""
     from simulator.engine import simulate
     from simulator.kernels.scheduler import sm90_cluster_capacity
     from simulator.machine.arch import ArchSpec
@@ -85,15 +93,14 @@ def model_loads(path: Path, operand: str) -> tuple[dict, float]:
     size = cfg.cluster_m * cfg.cluster_n
     resident = sm90_cluster_capacity(size, arch)
     gpc = launch_gpcs(size, resident, arch)
-    loads: dict = {}
+    loads: dict = {"A": {}, "B": {}}
     first: dict = {}
     for s in res.trace.spans():
         if s.role == "MainloopLoad" and s.kind == "tma_load":
-            key = (s.tile_m if operand == "A" else s.tile_n, s.k_block)
             tile = (s.tile_m, s.tile_n)
             is_first = first.setdefault((s.cluster, s.cta), tile) == tile
-            loads.setdefault(key, []).append((s.start_cycle, gpc[s.cluster % resident], is_first))
-    return loads, res.time_ns / 1e3
+            _add(loads, s.tile_m, s.tile_n, s.k_block, (s.start_cycle, gpc[s.cluster % resident], is_first))
+    return loads
 
 
 def _cells(v: np.ndarray) -> str:
@@ -117,9 +124,9 @@ def rows(paths=None) -> tuple[list[str], list[str]]:
         buf, meta = H.load_raw(path)
         name = meta.get("config_name", Path(path).stem)
         p = meta["problem"]
+        model_ops, meas_ops = model_loads(path), measured_loads(buf, meta)
         for operand in ("A", "B"):
-            model, _ = model_loads(path, operand)
-            meas = measured_loads(buf, meta, operand)
+            model, meas = model_ops[operand], meas_ops[operand]
             head = f"| {name} | {p['m']}x{p['n']}x{p['k']} | {meta.get('device', '?').replace('NVIDIA ', '')} | {operand} |"
             out.append(f"{head} measured | {_cells(gaps(meas))} |")
             out.append(f"{head} model | {_cells(gaps(model))} |")

@@ -22,7 +22,7 @@ def test_an_empty_set_of_pairs_reads_as_none():
 def test_a_committed_h100_trace_has_sharers_on_one_gpc(operand):
     path = S.RESULTS / "sharer_traces_h100" / "raw_128x128x64_c1x1_rn_sw1_e32_trace-kblock_fp16_1536x1536x12288.npz"
     buf, meta = H.load_raw(path)
-    loads = S.measured_loads(buf, meta, operand)
+    loads = S.measured_loads(buf, meta)[operand]
     # 12 x 12 tiles of 128 x 128, 192 K-blocks: every (slice, K-block) is loaded by the CTAs of its row / column
     assert len(loads) == 12 * 192
     assert all(1 <= len(v) <= 12 for v in loads.values())
@@ -39,5 +39,5 @@ def test_the_committed_traces_drift_apart_over_the_first_k_blocks():
     """Measured: CTAs sharing A start within ~100 cycles (the prologue's loads) and are ~1000 apart 16 K-blocks in."""
     path = S.RESULTS / "sharer_traces_h100" / "raw_128x128x64_c1x1_rn_sw1_e32_trace-kblock_fp16_1536x1536x12288.npz"
     buf, meta = H.load_raw(path)
-    sp = S.spread(S.measured_loads(buf, meta, "A"))
+    sp = S.spread(S.measured_loads(buf, meta)["A"])
     assert sp[0] < 150 and sp[16] > 4 * sp[0]
