@@ -435,3 +435,56 @@ def test_fixup_vec_rule_names_the_value():
     from hw_kernels.sm90_gemm import Sm90TmaWsGemm
     with pytest.raises(ValueError, match=r"fixup_vec=2: must be one of \(1, 4\)"):
         Sm90TmaWsGemm(tile_n=128, cluster_m=1, decomposition="split_k", splits=2, fixup_vec=2)
+
+
+# ---------------------------------------------------------------------------------------- tune's picks
+def test_tune_picks_problems_are_the_issue_18_phases_problems_once_each_in_phase_order():
+    from validation.campaign import COOP64_SHAPES, RAGGED_N_SHAPES, SMALL_M_SHAPES, STREAMK_SHAPES
+    from validation.tune_picks import problems
+    p = problems()
+    assert len(p) == len(set(p))
+    assert set(p) == {tuple(s) for s in (*STREAMK_SHAPES, *SMALL_M_SHAPES, *RAGGED_N_SHAPES, *COOP64_SHAPES)}
+    assert p[:len(STREAMK_SHAPES)] == [tuple(s) for s in STREAMK_SHAPES]
+
+
+def test_tune_picks_reference_is_each_files_fastest_correct_row_of_our_kernel(tmp_path):
+    from validation.tune_picks import measured_bests
+    cols = ["m", "n", "k", "kernel", "config", "event_us", "ok"]
+    rows = [[64, 64, 64, "wsim_sm90_twin", "128x64x64_c1x1_rm_sw1_e32_trace-span", 10.0, True],
+            [64, 64, 64, "wsim_sm90_twin", "128x128x64_c1x1_rm_sw1_e32_trace-span", 8.0, False],   # wrong output
+            [64, 64, 64, "wsim_sm90_twin", "128x256x64_c1x1_rm_sw1_e32_trace-span", 9.0, True],
+            [64, 64, 64, "cublas", "cublas", 5.0, True]]
+    (tmp_path / "h200_streamk.json").write_text(json.dumps({"columns": cols, "rows": rows, "env": {"device": "X"}}))
+    assert measured_bests(tmp_path) == {(64, 64, 64): [{"file": "h200_streamk.json", "event_us": 9.0, "device": "X",
+                                                         "config": "128x256x64_c1x1_rm_sw1_e32"}]}
+
+
+def test_picks_phase_measures_each_problems_own_configs_and_publishes_the_pick_against_cublas(tmp_path):
+    from validation.campaign import check_plan, plan
+    from validation.tune_picks import PLAN, load_plan
+    if not PLAN.is_file():
+        pytest.skip("no committed tune picks plan")
+    full = plan()["picks"]
+    committed = load_plan()["problems"]
+    assert full["shapes"] == [(p["m"], p["n"], p["k"]) for p in committed]
+    for p in committed:
+        cfgs = full["per_shape"][(p["m"], p["n"], p["k"])]
+        assert [c.name() for c in cfgs] == [f"{c}_trace-span" for c in p["configs"]] and p["configs"][0] == p["pick"]
+    assert {c.name() for c in full["configs"]} == {c.name() for cs in full["per_shape"].values() for c in cs}
+    check_plan({"picks": full})                                      # every config passes the kernel's rules
+    paths, md = _dry_run_published(tmp_path, "picks")
+    assert sorted(p.name for p in paths) == ["gpu_picks.dry_run.json", "gpu_picks.dry_run.md"]
+    q = plan(quick=True)["picks"]
+    pick = q["per_shape"][(200, 256, 8192)][0].name()
+    assert md.startswith("# GPU wsim tune's picks against cuBLAS (DRY RUN")
+    assert md.count("\n| 200x256x8192 |") == 1 and f"| {pick} |" in md
+    assert "the pick >= 0.95x cuBLAS on" in md
+
+
+def test_picks_phase_without_a_plan_file_measures_nothing(monkeypatch, tmp_path):
+    from validation import tune_picks
+    from validation.campaign import picks_plan
+    monkeypatch.setattr(tune_picks, "PLAN", tmp_path / "none.json")
+    assert picks_plan() == {"shapes": [], "configs": [], "per_shape": {}, "dtype": "fp16"}
+    with pytest.raises(SystemExit, match="none.json: missing; write it with python -m validation.tune_picks"):
+        tune_picks.load_plan(tmp_path / "none.json")

@@ -45,6 +45,10 @@ Phases (in this order; each writes OUT/campaign.json when it finishes, and every
   the stream-K scheduler splits 64-row tiles: data-parallel and every ``HW_DECOMPOSITIONS`` entry beside the
   64-row ping-pong, on ``COOP64_SHAPES`` (``COOP64_HELD_OUT`` reported apart), plus cuBLAS, checked and timed as
   in ``space``; published to ``<gpu>_coop64.json`` / ``.md``.
+* ``picks`` (not run unless named): per problem of the issue-18 phases, ``wsim tune --arch h200 --space hw``'s
+  pick (written down beforehand by :mod:`validation.tune_picks` in ``h200_tune_picks_plan.json``) beside the
+  fastest config of each committed campaign that measured it, plus cuBLAS, checked and timed as in ``space``;
+  published to ``<gpu>_picks.json`` / ``.md``.
 * ``wide`` (not run unless named in ``--phases``): :mod:`validation.campaign_wide`'s
   problems, each split ``dev`` / ``held_out`` before anything runs, every candidate as in ``space``,
   fp16 and bf16; ``--publish`` writes held-out rows to their own file and no summary of them.
@@ -192,15 +196,15 @@ OVERHEAD_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (
 LAUNCH_SHAPES = [(128, 256, 64), (1024, 1024, 1024), (2048, 2048, 2048)]
 
 PHASES = ("launch", "overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n",
-          "coop64", "streamk_fv4")
+          "coop64", "streamk_fv4", "picks")
 #: The wide phase writes its result file at most this often (s) and at its end.
 SAVE_EVERY_S = 30.0
 #: What runs without ``--phases``: every phase but ``wide``, ``streamk``, ``small_m``, ``streamk_nd``,
-#: ``ragged_n``, ``coop64`` and ``streamk_fv4`` (campaigns of their own).
-DEFAULT_PHASES = PHASES[:-7]
+#: ``ragged_n``, ``coop64``, ``streamk_fv4`` and ``picks`` (campaigns of their own).
+DEFAULT_PHASES = PHASES[:-8]
 #: The measuring phases (NVML sampled meanwhile); ``launch`` times host paths, so it runs without.
 SAMPLED_PHASES = ("overhead", "space", "bf16", "small", "wide", "streamk", "small_m", "streamk_nd", "ragged_n",
-                  "coop64", "streamk_fv4")
+                  "coop64", "streamk_fv4", "picks")
 
 
 def space_configs() -> list[KernelConfig]:
@@ -271,6 +275,26 @@ def _span(cfgs):
     return [replace(c, instrument=R.LEVEL_SPAN) for c in cfgs]
 
 
+def picks_plan(quick: bool = False) -> dict:
+    """The ``picks`` phase's plan entry from the committed ``validation/results/h200_tune_picks_plan.json``
+    (:mod:`validation.tune_picks`): per problem its own configs (``per_shape``: wsim tune's pick and the
+    committed campaigns' fastest), span-instrumented; ``configs`` is their union (rules and compiles). No
+    plan file: an empty entry (the phase then measures nothing). ``quick``: two of its configs on a small
+    problem."""
+    from validation.tune_picks import PLAN, load_plan
+    if not PLAN.is_file():
+        return {"shapes": [], "configs": [], "per_shape": {}, "dtype": "fp16"}
+    per_shape: dict = {}
+    for pr in load_plan(PLAN)["problems"]:
+        per_shape[(pr["m"], pr["n"], pr["k"])] = [replace(KernelConfig.from_name(c), instrument=R.LEVEL_SPAN)
+                                                  for c in pr["configs"]]
+    if quick:
+        first = next(iter(per_shape.values()))[:2]
+        per_shape = {(200, 256, 8192): first}
+    union = list({c.name(): c for cs in per_shape.values() for c in cs}.values())
+    return {"shapes": list(per_shape), "configs": union, "per_shape": per_shape, "dtype": "fp16"}
+
+
 def plan(quick: bool = False) -> dict:
     """What each phase measures (shapes, configs); ``quick``: a small subset that exercises everything."""
     space = space_configs()
@@ -290,6 +314,7 @@ def plan(quick: bool = False) -> dict:
         "ragged_n": {"shapes": RAGGED_N_SHAPES, "configs": ragged_n_configs(), "dtype": "fp16"},
         "coop64": {"shapes": COOP64_SHAPES, "configs": coop64_configs(), "dtype": "fp16"},
         "streamk_fv4": {"shapes": STREAMK_SHAPES, "configs": streamk_fv4_configs(), "dtype": "fp16"},
+        "picks": picks_plan(quick),
     }
     if quick:
         p["launch"]["shapes"] = LAUNCH_SHAPES[1:2]
@@ -933,7 +958,8 @@ class Campaign:
                 if self.left() < 25:
                     self.res["skipped"].append(f"{name} {dtype} {shape}: time limit")
                     continue
-                rows = self.measure_shape(name, dtype, shape, p["configs"], budget_s=budget_s,
+                cfgs = p.get("per_shape", {}).get(tuple(shape), p["configs"])
+                rows = self.measure_shape(name, dtype, shape, cfgs, budget_s=budget_s,
                                           max_rounds=max_rounds, min_rounds=min_rounds, seed=100 + i,
                                           graphs=graphs)
                 self.res["rows"] += rows
@@ -980,6 +1006,8 @@ class Campaign:
                             for ph, d in p.items()}
         self.res["plan"]["wide"]["problems"] = [{"dtype": x.dtype, "m": x.m, "n": x.n, "k": x.k, "cls": x.cls,
                                                  "split": x.split} for x in p["wide"]["problems"]]
+        self.res["plan"]["picks"]["per_shape"] = {"x".join(map(str, sh)): [c.name() for c in cs]
+                                                  for sh, cs in p["picks"]["per_shape"].items()}
         self.res["plan"]["compile_keys"] = {dt: [c.name() for c in v] for dt, v in keys.items()}
         self.log(f"plan: {sum(len(v) for v in keys.values())} compiles "
                  f"({', '.join(f'{dt}: {len(v)}' for dt, v in keys.items())}); phases {phases}")
@@ -1034,7 +1062,7 @@ class Campaign:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
         if "wide" in phases:
             self.phase_wide(p["wide"], quick)
-        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n", "coop64", "streamk_fv4"):
+        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n", "coop64", "streamk_fv4", "picks"):
             if ph in phases:
                 rounds = small_m_rounds(quick) if ph == "small_m" else {
                     "budget_s": 0.6 if quick else 1.5, "max_rounds": 15, "min_rounds": 5}
@@ -1285,13 +1313,63 @@ def coop64_markdown(pub: dict) -> str:
 #: The published files of the ``coop64`` phase, named by the GPU that ran it.
 COOP64_BASE = "{gpu}_coop64"
 
+#: The published files of the ``picks`` phase, named by the GPU that ran it.
+PICKS_BASE = "{gpu}_picks"
+
+
+def picks_markdown(pub: dict) -> str:
+    """The ``picks`` phase's summary: per problem, wsim tune's pick (the first config of the problem's plan)
+    and the fastest of the committed campaigns' bests, each against the cuBLAS of the same run; the held-out
+    problems of the coop64 and ragged_n phases apart; and how many problems meet issue 18's bars."""
+    per_shape = (pub.get("plan", {}).get("picks") or {}).get("per_shape") or {}
+    held = COOP64_HELD_OUT | RAGGED_N_HELD_OUT
+    extra = (" Per problem: `wsim tune --arch h200 --space hw`'s pick (each candidate at its own predicted clock; "
+             "validation/results/h200_tune_picks_plan.json, `python -m validation.tune_picks`) and the fastest config of "
+             "each committed issue-18 campaign that measured the problem (h200_streamk, h200_streamk_nd, h200_small_m, "
+             "h200_ragged_n, h100_coop64), timed again here.")
+    out = _phase_head(pub, f"{gpu_tag(pub['env']).upper()} wsim tune's picks against cuBLAS", extra)
+    tally = {False: [0, 0, 0], True: [0, 0, 0]}
+    for name, is_held in (("development problems", False), ("held-out problems", True)):
+        lines = []
+        for (m, n, k), cub, ours, ok, checked in _per_problem(pub):
+            if ((m, n, k) in held) != is_held:
+                continue
+            plan_cfgs = per_shape.get(f"{m}x{n}x{k}") or []
+            pick = next((r for r in ours if plan_cfgs and r["config"] == plan_cfgs[0]), None)
+            refs = _fastest([r for r in ours if r is not pick])
+            pr = cub / pick["event_us"] if pick and cub else None
+            rr = cub / refs["event_us"] if refs and cub else None
+            best = max((x for x in (pr, rr) if x is not None), default=None)
+            t = tally[is_held]
+            t[0] += 1
+            t[1] += pr is not None and pr >= 0.95
+            t[2] += best is not None and best >= 0.97
+            ratio = pick["event_us"] / refs["event_us"] if pick and refs else None
+            lines.append(f"| {m}x{n}x{k} | {_f(cub)} | {pick['config'] if pick else '-'} | {_f(pick and pick['event_us'])} | "
+                         f"{_f(pr, 2)} | {refs['config'] if refs else '-'} | {_f(refs and refs['event_us'])} | {_f(rr, 2)} | "
+                         f"{_f(ratio, 3)} | {ok}/{checked} |")
+        if lines:
+            out += [f"### {name}", "", "| problem | cuBLAS us | tune's pick | us | x cuBLAS | fastest earlier best | us | "
+                    "x cuBLAS | pick / that best | correct |", "| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+                    *lines, ""]
+    for is_held, name in ((False, "development"), (True, "held-out")):
+        n, p95, b97 = tally[is_held]
+        if n:
+            out.append(f"- {name}: the pick >= 0.95x cuBLAS on {p95} of {n} problems; ours (pick or earlier best) "
+                       f">= 0.97x on {b97} of {n}")
+    out += ["", "x cuBLAS = cuBLAS time / ours (> 1: ours is faster); pick / that best > 1: the pick is slower. Config "
+            "names: hw_kernels.host.KernelConfig.name() (`_pp`: ping-pong; `_dh` heuristic, `_dsk` stream-K, `_ds<N>` "
+            "split-K by N, `_nd` the nondeterministic reduction; no `_d`: the static scheduler)."]
+    return "\n".join(out) + "\n"
+
 #: The published files of the ``streamk_fv4`` phase, named by the GPU that ran it.
 STREAMK_FV4_BASE = "{gpu}_streamk_fv4"
 
 #: Phases published to files of their own: (file base, Markdown summary).
 OWN_FILE_PHASES = {"streamk": (STREAMK_BASE, streamk_markdown), "small_m": (SMALL_M_BASE, small_m_markdown),
                    "streamk_nd": (STREAMK_ND_BASE, streamk_nd_markdown), "ragged_n": (RAGGED_N_BASE, ragged_n_markdown),
-                   "coop64": (COOP64_BASE, coop64_markdown), "streamk_fv4": (STREAMK_FV4_BASE, streamk_fv4_markdown)}
+                   "coop64": (COOP64_BASE, coop64_markdown), "streamk_fv4": (STREAMK_FV4_BASE, streamk_fv4_markdown),
+                   "picks": (PICKS_BASE, picks_markdown)}
 
 
 #: The per-row columns of every published campaign (the wide phase adds campaign_wide.ROW_COLUMNS).

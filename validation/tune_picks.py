@@ -1,0 +1,123 @@
+"""What ``wsim tune`` picks for the issue-18 problems, written down before the GPU measures it (the campaign's
+``picks`` phase): per problem, the pick as a user gets it (``--arch h200 --space hw``, each candidate at its own
+predicted clock, no measurement) beside the fastest config of every committed campaign that measured the problem,
+so that one run times both against the same cuBLAS.
+
+    python -m validation.tune_picks [--jobs N] [--out validation/results/h200_tune_picks_plan.json]   # CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from hw_kernels.host import KernelConfig
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PLAN = RESULTS / "h200_tune_picks_plan.json"
+SPAN = "_trace-span"
+#: The committed campaigns of issue 18 whose problems the phase measures, and whose fastest config per problem
+#: it times again beside the pick (the coop64 phase has an H100 run only so far).
+CAMPAIGNS = ("h200_streamk.json", "h200_streamk_nd.json", "h200_small_m.json", "h200_ragged_n.json",
+             "h100_coop64.json")
+
+
+def _held_out() -> frozenset:
+    from validation.campaign import COOP64_HELD_OUT, RAGGED_N_HELD_OUT
+    return COOP64_HELD_OUT | RAGGED_N_HELD_OUT
+
+
+def problems() -> list[tuple[int, int, int]]:
+    """The problems of the issue-18 phases (streamk, small_m, ragged_n, coop64), in that order, each once."""
+    from validation.campaign import COOP64_SHAPES, RAGGED_N_SHAPES, SMALL_M_SHAPES, STREAMK_SHAPES
+    out: list = []
+    for s in (*STREAMK_SHAPES, *SMALL_M_SHAPES, *RAGGED_N_SHAPES, *COOP64_SHAPES):
+        if tuple(s) not in out:
+            out.append(tuple(s))
+    return out
+
+
+def measured_bests(results: Path = RESULTS) -> dict[tuple, list[dict]]:
+    """Per problem, the fastest config of our kernel in each committed campaign file that has it."""
+    out: dict = {}
+    for name in CAMPAIGNS:
+        path = results / name
+        if not path.is_file():
+            continue
+        d = json.loads(path.read_text())
+        rows = [dict(zip(d["columns"], r, strict=True)) for r in d["rows"]]
+        best: dict = {}
+        for r in rows:
+            if r.get("kernel") != "wsim_sm90_twin" or r.get("event_us") is None or r.get("ok") is False:
+                continue
+            key = (r["m"], r["n"], r["k"])
+            if key not in best or r["event_us"] < best[key]["event_us"]:
+                best[key] = r
+        for key, r in best.items():
+            out.setdefault(key, []).append({"file": name, "config": r["config"].removesuffix(SPAN),
+                                            "event_us": r["event_us"], "device": d["env"].get("device")})
+    return out
+
+
+def _pick(shape) -> tuple[tuple, str, float, float]:
+    from simulator.engine.tune import tune
+    from simulator.kernels.space import hw_kernel_fields
+    r = tune(*shape, arch="h200", space="hw", dtype="fp16", progress=False, workers=1, clock="predicted")
+    best = r.best
+    return tuple(shape), KernelConfig(**hw_kernel_fields(r.config_of(best))).name(), best.time_us, best.clock_ghz
+
+
+def make_plan(jobs: int = 2, log=print) -> dict:
+    from validation.accuracy.cache import model_hash
+    shapes = problems()
+    bests = measured_bests()
+    with ProcessPoolExecutor(max(1, jobs)) as ex:
+        picks = {}
+        for shape, name, us, ghz in ex.map(_pick, shapes):
+            picks[shape] = (name, us, ghz)
+            log(f"[tune_picks] {shape[0]}x{shape[1]}x{shape[2]}: {name} ({us:.1f} us predicted at {ghz:.3f} GHz)")
+    held = _held_out()
+    rows = []
+    for s in shapes:
+        name, us, ghz = picks[s]
+        refs = bests.get(s, [])
+        configs = [name] + [x["config"] for x in refs if x["config"] != name]
+        rows.append({"m": s[0], "n": s[1], "k": s[2], "held_out": s in held, "pick": name,
+                     "pick_predicted_us": round(us, 3), "pick_predicted_ghz": round(ghz, 4),
+                     "references": refs, "configs": list(dict.fromkeys(configs))})
+    return {"model_hash": model_hash(), "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "tune": "simulator.engine.tune.tune(m, n, k, arch='h200', space='hw', dtype='fp16', clock='predicted')",
+            "problems": rows}
+
+
+def load_plan(path: Path = PLAN) -> dict:
+    """The committed plan; a clear error if it is missing or malformed."""
+    if not path.is_file():
+        raise SystemExit(f"{path}: missing; write it with python -m validation.tune_picks --out {path}")
+    d = json.loads(path.read_text())
+    for p in d.get("problems", []):
+        for name in p["configs"]:
+            if KernelConfig.from_name(name) is None:
+                raise SystemExit(f"{path}: {p['m']}x{p['n']}x{p['k']}: config {name!r} is not a KernelConfig name")
+    return d
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=str(PLAN))
+    a = ap.parse_args(argv)
+    plan = make_plan(a.jobs, log=lambda m: print(m, file=sys.stderr, flush=True))
+    cmd = "python -m validation.tune_picks" + ("" if a.jobs == 2 else f" --jobs {a.jobs}") + \
+        ("" if Path(a.out).resolve() == PLAN else f" --out {a.out}")
+    Path(a.out).write_text(json.dumps({"command": cmd, **plan}, indent=1) + "\n")
+    print(f"wrote {a.out}: {len(plan['problems'])} problems", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
