@@ -488,3 +488,22 @@ def test_picks_phase_without_a_plan_file_measures_nothing(monkeypatch, tmp_path)
     assert picks_plan() == {"shapes": [], "configs": [], "per_shape": {}, "dtype": "fp16"}
     with pytest.raises(SystemExit, match="none.json: missing; write it with python -m validation.tune_picks"):
         tune_picks.load_plan(tmp_path / "none.json")
+
+
+def test_tune_picks_earlier_finds_the_exact_pick_and_tallies_h200_runs_only(tmp_path):
+    from validation.tune_picks import campaign_rows, earlier_markdown
+    cols = ["m", "n", "k", "kernel", "config", "event_us", "ok"]
+    pick = "128x128x64_c1x2_rm_sw1_e32_dh"
+    for name, dev, us in (("h200_streamk.json", "NVIDIA H200", 10.0), ("h100_coop64.json", "NVIDIA H100 80GB HBM3", 30.0)):
+        rows = [[64, 64, 4096, "wsim_sm90_twin", f"{pick}_trace-span", us, True],
+                [64, 64, 4096, "wsim_sm90_twin", "128x64x64_c1x2_rm_sw1_e32_trace-span", 8.0, True],
+                [64, 64, 4096, "cublas", "cublas", 9.6, True]]
+        (tmp_path / name).write_text(json.dumps({"columns": cols, "rows": rows, "env": {"device": dev}}))
+    plan = {"command": "c", "model_hash": "h", "tune": "t", "problems": [
+        {"m": 64, "n": 64, "k": 4096, "held_out": False, "pick": pick, "pick_predicted_us": 9.0},
+        {"m": 128, "n": 64, "k": 4096, "held_out": True, "pick": pick, "pick_predicted_us": 9.0}]}
+    md = earlier_markdown(plan, campaign_rows(tmp_path), "cmd")
+    assert f"| 64x64x4096 | {pick} | 9.0 | h200_streamk.json | NVIDIA H200 | 10.0 | 0.96 | 1.250 |" in md
+    assert f"| 64x64x4096 | {pick} | 9.0 | h100_coop64.json | NVIDIA H100 80GB HBM3 | 30.0 | 0.32 | 3.750 |" in md
+    assert f"| 128x64x4096 (held out) | {pick} | 9.0 | not measured |" in md
+    assert "the pick >= 0.95x cuBLAS on 1 of the 1 problems" in md and "1 of 2 problems have no H200 timing" in md

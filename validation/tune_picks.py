@@ -4,6 +4,10 @@ predicted clock, no measurement) beside the fastest config of every committed ca
 so that one run times both against the same cuBLAS.
 
     python -m validation.tune_picks [--jobs N] [--out validation/results/h200_tune_picks_plan.json]   # CPU
+    python -m validation.tune_picks --earlier [--md validation/results/tune_picks_earlier.md]          # CPU
+
+``--earlier``: the committed plan's picks as the committed campaigns already timed them (the same config on the
+same problem, against the cuBLAS of that campaign's run), until the ``picks`` phase times them all in one run.
 """
 
 from __future__ import annotations
@@ -94,6 +98,58 @@ def make_plan(jobs: int = 2, log=print) -> dict:
             "problems": rows}
 
 
+def campaign_rows(results: Path = RESULTS) -> dict[tuple, dict]:
+    """(file, (m, n, k)) -> {config without the span suffix: event us, "cublas": us, "device": name} of every
+    committed campaign of :data:`CAMPAIGNS`, our kernel's correct rows only."""
+    out: dict = {}
+    for name in CAMPAIGNS:
+        path = results / name
+        if not path.is_file():
+            continue
+        d = json.loads(path.read_text())
+        for r in (dict(zip(d["columns"], row, strict=True)) for row in d["rows"]):
+            if r.get("event_us") is None or (r.get("kernel") != "cublas" and r.get("ok") is False):
+                continue
+            cell = out.setdefault((name, (r["m"], r["n"], r["k"])), {"device": d["env"].get("device")})
+            cell["cublas" if r.get("kernel") == "cublas" else r["config"].removesuffix(SPAN)] = r["event_us"]
+    return out
+
+
+def earlier_markdown(plan: dict, cells: dict, command: str) -> str:
+    """Each problem's pick as each committed campaign timed it: its us, that run's cuBLAS, the run's fastest
+    of ours, and a tally of issue 18's 0.95x bar on the H200 rows."""
+    lines = ["# wsim tune's picks as the committed campaigns timed them", "",
+             f"`{command}`. Written by the command. The picks: {PLAN.name} (`{plan.get('command')}`, model hash "
+             f"{plan.get('model_hash')}, {plan.get('tune')}). A pick counts where a committed campaign ran the same "
+             "config (raster, swizzle, decomposition and reduction included) on the same problem; x cuBLAS is "
+             "against the cuBLAS of that campaign's run (> 1: ours faster); `pick / run's best` against the fastest "
+             "of ours in that run. The H100 rows (the coop64 phase's only run so far) are not the H200's and are not "
+             "counted in the tally.", "",
+             "| problem | tune's pick | predicted us | campaign | device | measured us | x cuBLAS | pick / run's best |",
+             "| --- | --- | ---: | --- | --- | ---: | ---: | ---: |"]
+    h200, ok = set(), set()
+    for p in plan["problems"]:
+        shape = (p["m"], p["n"], p["k"])
+        label = f"{p['m']}x{p['n']}x{p['k']}" + (" (held out)" if p["held_out"] else "")
+        found = [(f, c) for (f, s), c in cells.items() if s == shape and p["pick"] in c]
+        if not found:
+            lines.append(f"| {label} | {p['pick']} | {p['pick_predicted_us']:.1f} | not measured | - | - | - | - |")
+        for f, c in found:
+            us = c[p["pick"]]
+            best = min(v for k, v in c.items() if k not in ("cublas", "device"))
+            ratio = c["cublas"] / us if c.get("cublas") else None
+            lines.append(f"| {label} | {p['pick']} | {p['pick_predicted_us']:.1f} | {f} | {c['device']} | {us:.1f} | "
+                         f"{'-' if ratio is None else f'{ratio:.2f}'} | {us / best:.3f} |")
+            if "H200" in str(c["device"]) and ratio is not None:
+                h200.add(shape)
+                if ratio >= 0.95:
+                    ok.add(shape)
+    lines += ["", f"On the H200: the pick >= 0.95x cuBLAS on {len(ok)} of the {len(h200)} problems whose pick an H200 "
+              f"campaign timed (in any campaign that did); {len(plan['problems']) - len(h200)} of "
+              f"{len(plan['problems'])} problems have no H200 timing of their pick yet."]
+    return "\n".join(lines) + "\n"
+
+
 def load_plan(path: Path = PLAN) -> dict:
     """The committed plan; a clear error if it is missing or malformed."""
     if not path.is_file():
@@ -110,7 +166,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(PLAN))
+    ap.add_argument("--earlier", action="store_true", help="the committed plan's picks in the committed campaigns")
+    ap.add_argument("--md", help="with --earlier: write the table here")
     a = ap.parse_args(argv)
+    if a.earlier:
+        cmd = "python -m validation.tune_picks --earlier" + (f" --md {a.md}" if a.md else "")
+        md = earlier_markdown(load_plan(), campaign_rows(), cmd)
+        print(md)
+        if a.md:
+            Path(a.md).write_text(md)
+        return 0
     plan = make_plan(a.jobs, log=lambda m: print(m, file=sys.stderr, flush=True))
     cmd = "python -m validation.tune_picks" + ("" if a.jobs == 2 else f" --jobs {a.jobs}") + \
         ("" if Path(a.out).resolve() == PLAN else f" --out {a.out}")
