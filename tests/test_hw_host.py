@@ -482,10 +482,10 @@ def test_picks_phase_measures_each_problems_own_configs_and_publishes_the_pick_a
 
 
 def test_picks_phase_without_a_plan_file_measures_nothing(monkeypatch, tmp_path):
-    from validation import tune_picks
-    from validation.campaign import picks_plan
-    monkeypatch.setattr(tune_picks, "PLAN", tmp_path / "none.json")
-    assert picks_plan() == {"shapes": [], "configs": [], "per_shape": {}, "dtype": "fp16"}
+    from validation import campaign, tune_picks
+    monkeypatch.setattr(campaign, "TUNE_PICKS_PLAN", tmp_path / "none.json")
+    assert campaign.picks_plan() == {"shapes": [], "configs": [], "per_shape": {}, "dtype": "fp16"}
+    assert tune_picks.PLAN == Path(campaign.__file__).parent / "results" / "h200_tune_picks_plan.json"
     with pytest.raises(SystemExit, match="none.json: missing; write it with python -m validation.tune_picks"):
         tune_picks.load_plan(tmp_path / "none.json")
 

@@ -275,17 +275,33 @@ def _span(cfgs):
     return [replace(c, instrument=R.LEVEL_SPAN) for c in cfgs]
 
 
+#: wsim tune's picks for the ``picks`` phase, written beforehand by :mod:`validation.tune_picks`.
+TUNE_PICKS_PLAN = Path(__file__).resolve().parent / "results" / "h200_tune_picks_plan.json"
+
+
+def load_tune_picks(path: Path | None = None) -> dict:
+    """The committed tune-picks plan (:data:`TUNE_PICKS_PLAN`); a clear error if it is missing or names a
+    config that is not a KernelConfig name."""
+    path = TUNE_PICKS_PLAN if path is None else path
+    if not path.is_file():
+        raise SystemExit(f"{path}: missing; write it with python -m validation.tune_picks --out {path}")
+    d = json.loads(path.read_text())
+    for p in d.get("problems", []):
+        for name in p["configs"]:
+            if KernelConfig.from_name(name) is None:
+                raise SystemExit(f"{path}: {p['m']}x{p['n']}x{p['k']}: config {name!r} is not a KernelConfig name")
+    return d
+
+
 def picks_plan(quick: bool = False) -> dict:
-    """The ``picks`` phase's plan entry from the committed ``validation/results/h200_tune_picks_plan.json``
-    (:mod:`validation.tune_picks`): per problem its own configs (``per_shape``: wsim tune's pick and the
-    committed campaigns' fastest), span-instrumented; ``configs`` is their union (rules and compiles). No
-    plan file: an empty entry (the phase then measures nothing). ``quick``: two of its configs on a small
-    problem."""
-    from validation.tune_picks import PLAN, load_plan
-    if not PLAN.is_file():
+    """The ``picks`` phase's plan entry from the committed tune-picks plan (:data:`TUNE_PICKS_PLAN`): per
+    problem its own configs (``per_shape``: wsim tune's pick and the committed campaigns' fastest),
+    span-instrumented; ``configs`` is their union (rules and compiles). No plan file: an empty entry (the
+    phase then measures nothing). ``quick``: two of its configs on a small problem."""
+    if not TUNE_PICKS_PLAN.is_file():
         return {"shapes": [], "configs": [], "per_shape": {}, "dtype": "fp16"}
     per_shape: dict = {}
-    for pr in load_plan(PLAN)["problems"]:
+    for pr in load_tune_picks()["problems"]:
         per_shape[(pr["m"], pr["n"], pr["k"])] = [replace(KernelConfig.from_name(c), instrument=R.LEVEL_SPAN)
                                                   for c in pr["configs"]]
     if quick:

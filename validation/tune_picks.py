@@ -22,7 +22,7 @@ from pathlib import Path
 from hw_kernels.host import KernelConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PLAN = RESULTS / "h200_tune_picks_plan.json"
+PLAN = RESULTS / "h200_tune_picks_plan.json"            # = validation.campaign.TUNE_PICKS_PLAN
 SPAN = "_trace-span"
 #: The committed campaigns of issue 18 whose problems the phase measures, and whose fastest config per problem
 #: it times again beside the pick (the coop64 phase has an H100 run only so far).
@@ -151,15 +151,9 @@ def earlier_markdown(plan: dict, cells: dict, command: str) -> str:
 
 
 def load_plan(path: Path = PLAN) -> dict:
-    """The committed plan; a clear error if it is missing or malformed."""
-    if not path.is_file():
-        raise SystemExit(f"{path}: missing; write it with python -m validation.tune_picks --out {path}")
-    d = json.loads(path.read_text())
-    for p in d.get("problems", []):
-        for name in p["configs"]:
-            if KernelConfig.from_name(name) is None:
-                raise SystemExit(f"{path}: {p['m']}x{p['n']}x{p['k']}: config {name!r} is not a KernelConfig name")
-    return d
+    """The committed plan (:func:`validation.campaign.load_tune_picks`)."""
+    from validation.campaign import load_tune_picks
+    return load_tune_picks(path)
 
 
 def main(argv=None) -> int:
