@@ -28,6 +28,7 @@ declare -A CMD=(
   [small_m]="-m wsim accuracy --data h200-small-m --jobs $J --out $R/small_m"
   [small_m_check]="benchmarks/streamk_check.py --jobs $J --data $R/h200_small_m.json --out $R/small_m_check.md"
   [small_m_rates]="-m validation.small_m_rates"
+  [coop64]="-m wsim accuracy --data h200-coop64 --jobs $J --out $R/coop64"
   [mainloop_replay]="benchmarks/mainloop_replay.py --out $R"
   [l2_replay]="benchmarks/l2_replay.py --out $R"
   [sharer_sync]="benchmarks/sharer_sync.py --out $R"
@@ -39,7 +40,7 @@ declare -A CMD=(
   [check]="-m wsim check --grid full --out $R/check_catalogue.md"
 )
 ORDER=(streamk_nd streamk fixup_contention fixup_traces fixup_traces_h100 streamk_check ragged_n ragged_n_check
-       small_m small_m_check small_m_rates mainloop_replay l2_replay sharer_sync quick main heldout tune_h200 tune_b200 check)
+       small_m small_m_check small_m_rates coop64 mainloop_replay l2_replay sharer_sync quick main heldout tune_h200 tune_b200 check)
 if [ "${1:-}" = "--list" ]; then
   for s in "${ORDER[@]}"; do echo "$s: python ${CMD[$s]}"; done; exit 0
 fi
