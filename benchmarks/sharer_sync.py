@@ -29,7 +29,7 @@ from validation import hw_trace as H  # noqa: E402
 
 RESULTS = ROOT / "validation" / "results"
 #: K-block traces of the twin (a raw record buffer each): the committed H200 ones and the H100 sharer set.
-TRACES = ("raw_*trace-kblock*.npz", "sharer_traces_h100/raw_*.npz")
+TRACES = ("raw_*trace-kblock*.npz", "sharer_traces_h100/raw_*.npz", "sharer_traces_h200/raw_*.npz")
 SAME_WAVE_CYCLES = 8000
 GAPS = (25, 100, GPC_MERGE_WINDOW.value, 500)
 
