@@ -1078,7 +1078,7 @@ class Campaign:
             self.phase_rows("small", p["small"], budget_s=0.5, max_rounds=30, min_rounds=20, graphs=True)
         if "wide" in phases:
             self.phase_wide(p["wide"], quick)
-        for ph in ("streamk", "small_m", "streamk_nd", "ragged_n", "coop64", "streamk_fv4", "picks"):
+        for ph in OWN_FILE_PHASES:                  # the campaigns of their own, in their order
             if ph in phases:
                 rounds = small_m_rounds(quick) if ph == "small_m" else {
                     "budget_s": 0.6 if quick else 1.5, "max_rounds": 15, "min_rounds": 5}

@@ -20,9 +20,18 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from hw_kernels.host import KernelConfig
+from validation.campaign import (
+    COOP64_HELD_OUT,
+    COOP64_SHAPES,
+    RAGGED_N_HELD_OUT,
+    RAGGED_N_SHAPES,
+    SMALL_M_SHAPES,
+    STREAMK_SHAPES,
+)
+from validation.campaign import TUNE_PICKS_PLAN as PLAN
+from validation.campaign import load_tune_picks as load_plan
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PLAN = RESULTS / "h200_tune_picks_plan.json"            # = validation.campaign.TUNE_PICKS_PLAN
 SPAN = "_trace-span"
 #: The committed campaigns of issue 18 whose problems the phase measures, and whose fastest config per problem
 #: it times again beside the pick (the coop64 phase has an H100 run only so far).
@@ -31,13 +40,11 @@ CAMPAIGNS = ("h200_streamk.json", "h200_streamk_nd.json", "h200_small_m.json", "
 
 
 def _held_out() -> frozenset:
-    from validation.campaign import COOP64_HELD_OUT, RAGGED_N_HELD_OUT
     return COOP64_HELD_OUT | RAGGED_N_HELD_OUT
 
 
 def problems() -> list[tuple[int, int, int]]:
     """The problems of the issue-18 phases (streamk, small_m, ragged_n, coop64), in that order, each once."""
-    from validation.campaign import COOP64_SHAPES, RAGGED_N_SHAPES, SMALL_M_SHAPES, STREAMK_SHAPES
     out: list = []
     for s in (*STREAMK_SHAPES, *SMALL_M_SHAPES, *RAGGED_N_SHAPES, *COOP64_SHAPES):
         if tuple(s) not in out:
@@ -48,22 +55,12 @@ def problems() -> list[tuple[int, int, int]]:
 def measured_bests(results: Path = RESULTS) -> dict[tuple, list[dict]]:
     """Per problem, the fastest config of our kernel in each committed campaign file that has it."""
     out: dict = {}
-    for name in CAMPAIGNS:
-        path = results / name
-        if not path.is_file():
-            continue
-        d = json.loads(path.read_text())
-        rows = [dict(zip(d["columns"], r, strict=True)) for r in d["rows"]]
-        best: dict = {}
-        for r in rows:
-            if r.get("kernel") != "wsim_sm90_twin" or r.get("event_us") is None or r.get("ok") is False:
-                continue
-            key = (r["m"], r["n"], r["k"])
-            if key not in best or r["event_us"] < best[key]["event_us"]:
-                best[key] = r
-        for key, r in best.items():
-            out.setdefault(key, []).append({"file": name, "config": r["config"].removesuffix(SPAN),
-                                            "event_us": r["event_us"], "device": d["env"].get("device")})
+    for (name, key), cell in campaign_rows(results).items():
+        ours = {c: us for c, us in cell.items() if c not in ("cublas", "device")}
+        if ours:
+            config = min(ours, key=ours.get)
+            out.setdefault(key, []).append({"file": name, "config": config, "event_us": ours[config],
+                                            "device": cell["device"]})
     return out
 
 
@@ -148,12 +145,6 @@ def earlier_markdown(plan: dict, cells: dict, command: str) -> str:
               f"campaign timed (in any campaign that did); {len(plan['problems']) - len(h200)} of "
               f"{len(plan['problems'])} problems have no H200 timing of their pick yet."]
     return "\n".join(lines) + "\n"
-
-
-def load_plan(path: Path = PLAN) -> dict:
-    """The committed plan (:func:`validation.campaign.load_tune_picks`)."""
-    from validation.campaign import load_tune_picks
-    return load_tune_picks(path)
 
 
 def main(argv=None) -> int:
