@@ -23,7 +23,9 @@ from .schedule import StaticSchedule, ceil_div, static_schedule, stream_k_schedu
 
 #: KernelConfig.name() of an uninstrumented kernel.
 _NAME = re.compile(r"^(\d+)x(\d+)x(\d+)(_pp)?_c(\d+)x(\d+)_r([hmn])_sw(\d+)_e(\d+)(?:_s(\d+))?(?:_st(\d+))?"
-                   r"(?:_d(h|sk|s\d+))?(_nd)?(?:_fv(\d+))?$")
+                   r"(?:_d(h|sk|s\d+))?(_nd|_sr)?(?:_fv(\d+))?$")
+#: Name tags of the reduction modes other than the deterministic turnstile (KernelConfig.name()).
+_REDUCTION_TAGS = {"nondeterministic": "_nd", "separate": "_sr"}
 #: Name tags of the stream-K scheduler's decompositions (KernelConfig.name()).
 _DECOMP_TAGS = {"heuristic": "h", "stream_k": "sk"}
 
@@ -72,7 +74,7 @@ class KernelConfig:
         if not self.stream_k:
             return ""
         tag = _DECOMP_TAGS.get(self.decomposition, f"s{self.splits}")
-        return (f"_d{tag}" + ("_nd" if self.reduction == "nondeterministic" else "")
+        return (f"_d{tag}" + _REDUCTION_TAGS.get(self.reduction, "")
                 + ("" if self.fixup_vec == 1 else f"_fv{self.fixup_vec}"))
 
     def name(self) -> str:
@@ -103,7 +105,8 @@ class KernelConfig:
                    raster={"h": "heuristic", "m": "m", "n": "n"}[r], swizzle=int(sw),
                    epilogue_tile_n=int(en), mainloop_stages=int(st) if st else None,
                    epilogue_store_stages=int(sst) if sst else 4, decomposition=decomposition, splits=splits,
-                   reduction="nondeterministic" if nd else "deterministic", fixup_vec=int(fv) if fv else 1)
+                   reduction={v: k for k, v in _REDUCTION_TAGS.items()}.get(nd, "deterministic"),
+                   fixup_vec=int(fv) if fv else 1)
 
     def compile_key(self) -> KernelConfig:
         """The fields one compiled kernel serves: raster and swizzle are run-time arguments of the

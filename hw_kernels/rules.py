@@ -14,9 +14,12 @@ import math
 from . import records as R
 
 #: The stream-K scheduler's decompositions the twin runs (CUTLASS DecompositionMode; "data_parallel": the
-#: static scheduler) and its reduction modes.
+#: static scheduler) and its reduction modes: CUTLASS's two (ReductionMode: a turnstile, or atomic adds after
+#: the first split's store) and "separate": every non-final split stores its partials in a slot of its own
+#: without waiting, and the tile's final split sums the slots in K order (deterministic; CUTLASS's separate
+#: reduction, done by the final split instead of reduction units, which CUTLASS 3.x leaves switched off).
 DECOMPOSITIONS = ("data_parallel", "heuristic", "split_k", "stream_k")
-REDUCTIONS = ("deterministic", "nondeterministic")
+REDUCTIONS = ("deterministic", "nondeterministic", "separate")
 #: Floats a thread moves per workspace access in the fixup (``fixup_vec``): one word, or 16 B
 #: (ld/st.global.v4.f32, as CUTLASS's BlockStripedReduce moves an AccessType per thread).
 FIXUP_VECS = (1, 4)

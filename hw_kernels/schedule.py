@@ -209,8 +209,10 @@ def clc_schedule(m: int, n: int, mma_tile_m: int, mma_tile_n: int, atom_thr_m: i
 
 # ------------------------------------------------------------------ SM90: stream-K / split-K work table
 #: int32 words per segment of the stream-K work table: cluster tile along M, along N, first K tile,
-#: K tiles, tile id (the decomposition's cluster tile index: names the fixup flags and workspace slices).
-SEGMENT_WORDS = 5
+#: K tiles, tile id (the decomposition's cluster tile index: names the fixup flags and workspace slices),
+#: the segment's workspace slot of the separate reduction (tile id x slots + place) and its place among the
+#: tile's segments in K order (0 first; the final segment's place is the number of the others).
+SEGMENT_WORDS = 7
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,9 @@ class StreamKSchedule:
     kernel as a table: row ``p`` (persistent cluster ``p``) = ``[segments, (cm, cn, k0, kn, tile) x
     segments, padding]``, the segments of units ``p, p + clusters, ...`` in the order the units compute
     them. ``flags``: fixup flags (one per CTA tile and consumer warpgroup), ``workspace_floats``: the
-    partial-accumulator workspace (64 x tile_n floats per flag)."""
+    partial-accumulator workspace (64 x tile_n floats per flag, ``slots`` times: the separate reduction
+    keeps every non-final split's partials apart, one slot per split, so ``slots`` is a tile's most
+    segments less one; the turnstile and atomic reductions share one slot per flag)."""
 
     table: tuple[tuple[int, ...], ...]
     clusters: int
@@ -230,6 +234,7 @@ class StreamKSchedule:
     k_tiles: int
     max_segments: int
     summary: str
+    slots: int = 1
 
     def flat(self) -> list[int]:
         return [w for row in self.table for w in row]
@@ -260,7 +265,8 @@ def stream_k_schedule(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: 
     cfg = Sm90GemmConfig(m=m, n=n, k=k, dtype_ab="fp16", dtype_c="fp16", dtype_d="fp16", tile_m=tile_m,
                          tile_n=tile_n, tile_k=tile_k, cluster_m=cluster_m, cluster_n=cluster_n,
                          schedule="cooperative", raster=raster, swizzle=swizzle, decomposition=decomposition,
-                         splits=splits, reduction=reduction, epilogue_tile_m=tile_m, mainloop_stages=2)
+                         splits=splits, reduction="deterministic" if reduction == "separate" else reduction,
+                         epilogue_tile_m=tile_m, mainloop_stages=2)
     cfg.check_given()
     d = for_config(cfg, arch, "dsl")
     if d is None:
@@ -269,22 +275,33 @@ def stream_k_schedule(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: 
     grid = d.grid_clusters
     rows = []
     for p in range(grid):
-        segs: list[int] = []
+        segs: list[list[int]] = []
         u = p
         while u < len(d.units):
             w = sk.unit_work(u)
             if not w.is_valid:
                 break           # CUTLASS: an invalid work tile ends the persistent CTA's loop
             while w is not None:
-                segs += [w.m_idx, w.n_idx, w.k_start, w.k_count or d.k_tiles, w.tile_id]
+                segs.append([w.m_idx, w.n_idx, w.k_start, w.k_count or d.k_tiles, w.tile_id])
                 w = sk.continue_work(w)
             u += grid
         rows.append(segs)
+    # Each segment's place among its tile's segments in K order (the separate reduction's arrivals: the
+    # final segment waits for that many) and its workspace slot.
+    starts: dict[int, list[int]] = {}
+    for segs in rows:
+        for s in segs:
+            starts.setdefault(s[4], []).append(s[2])
+    for v in starts.values():
+        v.sort()
+    slots = max(1, max((len(v) for v in starts.values()), default=1) - 1) if reduction == "separate" else 1
+    rows = [[w for s in segs for w in (*s, s[4] * slots + starts[s[4]].index(s[2]), starts[s[4]].index(s[2]))]
+            for segs in rows]
     max_segs = max((len(r) // SEGMENT_WORDS for r in rows), default=0)
     width = 1 + SEGMENT_WORDS * max_segs
     table = tuple(tuple([len(r) // SEGMENT_WORDS] + r + [0] * (width - 1 - len(r))) for r in rows)
     tiles = sk.raster.num_clusters * cluster_m * cluster_n
     wgs = cfg.num_consumer_warpgroups   # one flag and one 64 x tile_n workspace slice per (tile, warpgroup)
     flags = tiles * wgs
-    return StreamKSchedule(table, grid, width, flags, flags * (tile_m // wgs) * tile_n, d.k_tiles, max_segs,
-                           d.summary())
+    return StreamKSchedule(table, grid, width, flags, flags * slots * (tile_m // wgs) * tile_n, d.k_tiles, max_segs,
+                           d.summary(), slots)

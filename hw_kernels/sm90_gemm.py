@@ -183,6 +183,7 @@ class Sm90TmaWsGemm:
         # StreamKSchedule, the model's decomposition); a split tile's partials go through the workspace.
         self.stream_k = decomposition != "data_parallel"
         self.deterministic = reduction == "deterministic"
+        self.separate = reduction == "separate"
         self.fixup_flags_per_tile, self.fixup_threads = fixup_counts(self.consumer_wgs)
 
     def _setup_attributes(self):
@@ -562,10 +563,37 @@ class Sm90TmaWsGemm:
                         ws_base = lock * (n_acc * THREADS_PER_WG)
                         f0 = self._now(R.LEVEL_TILE)
                         op = Int32(0)
-                        self._fixup_wait(flags, lock, k0, final, t_wg)
+                        if cutlass.const_expr(self.separate):
+                            # This segment's own slot (hw_kernels/schedule.py StreamKSchedule): slots of one
+                            # tile lie slot_stride floats apart; the final split waits for the others.
+                            place = work[e + 6]
+                            ws_base = ((work[e + 5] * csize + cta_rank) * self.fixup_flags_per_tile + wgi) * (
+                                n_acc * THREADS_PER_WG)
+                            if final:
+                                self._fixup_wait_count(flags, lock, place, t_wg)
+                        else:
+                            self._fixup_wait(flags, lock, k0, final, t_wg)
                         fix_barrier.arrive_and_wait()
                         f1 = self._now(R.LEVEL_TILE)
-                        if final:
+                        if cutlass.const_expr(self.separate):
+                            op = Int32(R.FIXUP_STORE)
+                            if final:
+                                op = Int32(R.FIXUP_LOAD)
+                                self._separate_load_add(workspace, ws_base, place,
+                                                        csize * self.fixup_flags_per_tile * n_acc * THREADS_PER_WG,
+                                                        t_wg, acc, n_acc)
+                                if t_wg == 0:
+                                    cute.arch.store(flags.iterator + lock, Int32(0), sem="relaxed", scope="gpu")
+                            else:
+                                for j in cutlass.range_constexpr(n_acc // fv):
+                                    self._ws_store(workspace, ws_base, j, t_wg, acc)
+                                # the group syncs, thread 0 fences and counts this split in
+                                fix_barrier.arrive_and_wait()
+                                if t_wg == 0:
+                                    cute.arch.fence_acq_rel_gpu()
+                                    cute.arch.red(flags.iterator + lock, Int32(1), op="add", dtype="s32",
+                                                  sem="relaxed", scope="gpu")
+                        elif final:
                             # BlockStripedReduce::load_add, then the flag back to 0 for the next launch
                             # (every peer has arrived: nothing else reads it).
                             op = Int32(R.FIXUP_LOAD)
@@ -898,6 +926,28 @@ class Sm90TmaWsGemm:
                 ptr = self._ws_ptr(workspace, ws_base, j, t_wg)
                 for q in cutlass.range_constexpr(fv):
                     cute.arch.atomic_add(ptr + q, acc[j * fv + q], sem="relaxed", scope="gpu")
+
+    @cute.jit
+    def _fixup_wait_count(self, flags: cute.Tensor, lock: Int32, arrivals: Int32, t_wg: Int32):
+        """Separate reduction, final split: thread 0 spins until the tile's other splits have all stored."""
+        if t_wg == 0:
+            ptr = flags.iterator + lock
+            v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+            while v != arrivals:
+                v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+
+    @cute.jit
+    def _separate_load_add(self, workspace: cute.Tensor, ws_base: Int32, place: Int32, slot: Int32, t_wg: Int32,
+                           acc: cute.Tensor, n_acc: cutlass.Constexpr):
+        """Separate reduction, final split (``place`` = the tile's other splits): add their slots, ``slot``
+        floats apart and ending just below ours, in K order."""
+        fv = self.fixup_vec
+        first = ws_base - place * slot
+        for p in cutlass.range(place, unroll=1):
+            for j in cutlass.range_constexpr(n_acc // fv):
+                v = self._ws_load(workspace, first + p * slot, j, t_wg)
+                for q in cutlass.range_constexpr(fv):
+                    acc[j * fv + q] = acc[j * fv + q] + v[q]
 
     @staticmethod
     def _skip(state, n: Int32):

@@ -246,3 +246,15 @@ def test_64_row_cooperative_has_one_math_warpgroup(tile_n, cluster, decompositio
     # the epilogue's named barrier (bar 1): the warpgroup's 128 threads (256 in the two-warpgroup kernel)
     assert re.search(r"bar\.sync\s+1,\s*128;", ptx) and not re.search(r"bar\.sync\s+1,\s*256;", ptx)
     assert ("fence.acq_rel.gpu" in ptx) == (decomposition != "data_parallel")
+
+
+def test_separate_reduction_stores_and_sums_without_atomics():
+    ptx = _ptx(KernelConfig(tile_n=128, cluster_m=1, decomposition="stream_k", reduction="separate"))
+    counts = Counter(re.findall(r"\b((?:ld|st)\.global[a-z0-9.]*\.[bf]32)", ptx))
+    # a non-final split stores its 64 accumulators per thread once (no read-add-write); the final split
+    # reads a slot of 64 per other split inside a run-time loop (its body once in the PTX)
+    assert counts["st.global.b32"] >= 64 and counts["ld.global.cg.b32"] == 64
+    assert not re.search(r"(atom|red)\.global\.add\.f32", ptx)
+    # the final split waits for the others' count, each of them fences and counts itself in
+    assert "ld.acquire.gpu.global.b32" in ptx and "fence.acq_rel.gpu" in ptx
+    assert re.search(r"red\.relaxed\.gpu(\.global)?\.add\.s32", ptx)

@@ -38,7 +38,7 @@ def test_work_table_is_the_models_decomposition(m, n, k, tile_n, cl, dec, splits
     raster = TileRaster(model, "static")
     assert sk.clusters == d.grid_clusters <= 132 // (cl[0] * cl[1])
     seen: dict = {}
-    for _, (cm, cn, k0, kn, tile) in _segments(sk):
+    for _, (cm, cn, k0, kn, tile, _slot, _place) in _segments(sk):
         w = raster.cluster_tile(tile)
         assert (w.m_idx, w.n_idx) == (cm, cn)
         for kb in range(k0, k0 + kn):
@@ -56,9 +56,39 @@ def test_work_table_is_the_models_decomposition(m, n, k, tile_n, cl, dec, splits
 def test_names_round_trip():
     for cfg in (KernelConfig(decomposition="stream_k"), KernelConfig(decomposition="heuristic", cluster_m=1),
                 KernelConfig(decomposition="split_k", splits=8, tile_n=64),
-                KernelConfig(decomposition="stream_k", reduction="nondeterministic", raster="m", swizzle=4)):
+                KernelConfig(decomposition="stream_k", reduction="nondeterministic", raster="m", swizzle=4),
+                KernelConfig(decomposition="heuristic", reduction="separate", cluster_m=2, cluster_n=2)):
         assert KernelConfig.from_name(cfg.name()) == cfg
     assert KernelConfig.from_name(KernelConfig().name()) == KernelConfig()
     a = KernelConfig(decomposition="split_k", splits=4)
     assert a.compile_key() == KernelConfig(decomposition="heuristic", raster="m").compile_key()
     assert a.compile_key() != KernelConfig().compile_key()
+
+
+@pytest.mark.parametrize("m,n,k,tile_n,cl,dec,splits", CASES)
+def test_separate_reduction_slots(m, n, k, tile_n, cl, dec, splits):
+    """Separate reduction: every split of a tile has its own place (0 .. splits - 1 in K order) and its own
+    workspace slot; the final split's place is the number of the others; the workspace holds a slot per
+    non-final split of the most-split tile. The other modes' tables are the same but for the sizes."""
+    sep = stream_k_schedule(m, n, k, 128, tile_n, 64, cl[0], cl[1], "heuristic", 1, dec, splits, "separate")
+    det = stream_k_schedule(m, n, k, 128, tile_n, 64, cl[0], cl[1], "heuristic", 1, dec, splits)
+    assert [s[:5] for _, s in _segments(sep)] == [s[:5] for _, s in _segments(det)]
+    by_tile: dict = {}
+    for _, (_cm, _cn, k0, kn, tile, slot, place) in _segments(sep):
+        by_tile.setdefault(tile, []).append((k0, kn, slot, place))
+    most = max(len(v) for v in by_tile.values())
+    assert sep.slots == max(1, most - 1) and det.slots == 1
+    assert sep.workspace_floats == sep.flags * sep.slots * 64 * tile_n
+    for tile, segs in by_tile.items():
+        segs.sort()
+        assert [p for _, _, _, p in segs] == list(range(len(segs)))
+        assert [s for _, _, s, _ in segs] == [tile * sep.slots + p for p in range(len(segs))]
+        assert segs[-1][0] + segs[-1][1] == sep.k_tiles          # the last place is the final split
+        assert all(s - tile * sep.slots < sep.slots for _, _, s, _ in segs[:-1])   # stored slots fit
+
+
+def test_separate_reduction_rules():
+    from hw_kernels.rules import config_problems
+    args = (128, 128, 64, 1, 1, "cooperative", "heuristic", 1, 32, 4, 0, "heuristic", 1)
+    assert config_problems(*args, "separate") == []
+    assert any("reduction='serial'" in p for p in config_problems(*args, "serial"))
