@@ -16,7 +16,8 @@ from . import records as R
 #: The stream-K scheduler's decompositions the twin runs (CUTLASS DecompositionMode; "data_parallel": the
 #: static scheduler) and its reduction modes: CUTLASS's two (ReductionMode: a turnstile, or atomic adds after
 #: the first split's store) and "separate": every non-final split stores its partials in a slot of its own
-#: without waiting, and the tile's final split sums the slots in K order (deterministic; CUTLASS's separate
+#: without waiting and counts its K tiles in, and the tile's final split, once the flag holds its own first
+#: K tile, sums the slots in K order (deterministic; CUTLASS's separate
 #: reduction, done by the final split instead of reduction units, which CUTLASS 3.x leaves switched off).
 DECOMPOSITIONS = ("data_parallel", "heuristic", "split_k", "stream_k")
 REDUCTIONS = ("deterministic", "nondeterministic", "separate")

@@ -564,13 +564,14 @@ class Sm90TmaWsGemm:
                         f0 = self._now(R.LEVEL_TILE)
                         op = Int32(0)
                         if cutlass.const_expr(self.separate):
-                            # This segment's own slot (hw_kernels/schedule.py StreamKSchedule): slots of one
-                            # tile lie slot_stride floats apart; the final split waits for the others.
+                            # This segment's own slot (hw_kernels/schedule.py StreamKSchedule); only the final
+                            # split waits, as in the other modes until the flag holds its k0 (every earlier
+                            # split counted in its K tiles).
                             place = work[e + 6]
                             ws_base = ((work[e + 5] * csize + cta_rank) * self.fixup_flags_per_tile + wgi) * (
                                 n_acc * THREADS_PER_WG)
                             if final:
-                                self._fixup_wait_count(flags, lock, place, t_wg)
+                                self._fixup_wait(flags, lock, k0, final, t_wg)
                         else:
                             self._fixup_wait(flags, lock, k0, final, t_wg)
                         fix_barrier.arrive_and_wait()
@@ -587,11 +588,11 @@ class Sm90TmaWsGemm:
                             else:
                                 for j in cutlass.range_constexpr(n_acc // fv):
                                     self._ws_store(workspace, ws_base, j, t_wg, acc)
-                                # the group syncs, thread 0 fences and counts this split in
+                                # arrive_inc(k_tile_count), as the other modes: the final split sees k0
                                 fix_barrier.arrive_and_wait()
                                 if t_wg == 0:
                                     cute.arch.fence_acq_rel_gpu()
-                                    cute.arch.red(flags.iterator + lock, Int32(1), op="add", dtype="s32",
+                                    cute.arch.red(flags.iterator + lock, kn, op="add", dtype="s32",
                                                   sem="relaxed", scope="gpu")
                         elif final:
                             # BlockStripedReduce::load_add, then the flag back to 0 for the next launch
@@ -926,15 +927,6 @@ class Sm90TmaWsGemm:
                 ptr = self._ws_ptr(workspace, ws_base, j, t_wg)
                 for q in cutlass.range_constexpr(fv):
                     cute.arch.atomic_add(ptr + q, acc[j * fv + q], sem="relaxed", scope="gpu")
-
-    @cute.jit
-    def _fixup_wait_count(self, flags: cute.Tensor, lock: Int32, arrivals: Int32, t_wg: Int32):
-        """Separate reduction, final split: thread 0 spins until the tile's other splits have all stored."""
-        if t_wg == 0:
-            ptr = flags.iterator + lock
-            v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
-            while v != arrivals:
-                v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
 
     @cute.jit
     def _separate_load_add(self, workspace: cute.Tensor, ws_base: Int32, place: Int32, slot: Int32, t_wg: Int32,

@@ -255,6 +255,6 @@ def test_separate_reduction_stores_and_sums_without_atomics():
     # reads a slot of 64 per other split inside a run-time loop (its body once in the PTX)
     assert counts["st.global.b32"] >= 64 and counts["ld.global.cg.b32"] == 64
     assert not re.search(r"(atom|red)\.global\.add\.f32", ptx)
-    # the final split waits for the others' count, each of them fences and counts itself in
+    # the final split waits until the flag holds its first K tile; each other split fences and adds its K tiles
     assert "ld.acquire.gpu.global.b32" in ptx and "fence.acq_rel.gpu" in ptx
     assert re.search(r"red\.relaxed\.gpu(\.global)?\.add\.s32", ptx)
