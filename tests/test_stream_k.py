@@ -322,3 +322,25 @@ def test_sm90_warpgroups_share_the_sm_s_workspace_rate_at_once():
     slice_bytes = 64 * 64 * 4
     expected = 2 * slice_bytes / SM90_WORKSPACE_STORE.at(0) + arch.l2_latency_cycles.value
     assert [s.end_cycle - s.start_cycle for s in stores] == pytest.approx([expected, expected])
+
+
+def test_separate_reduction_sm90_only_no_waits_but_the_final_split():
+    """The twin's separate reduction: every non-final split stores a slot of its own without waiting; the
+    final split waits for the flag and reads one slot per other split; bytes conserved, race-free, the
+    same on both engines; the SM100 kernel refuses it."""
+    kw = dict(m=256, n=192, k=2560, decomposition="stream_k", cluster_m=1, cluster_n=1)
+    cfg, arch = Sm90GemmConfig(tile_m=128, tile_n=64, mainloop_stages=4, reduction="separate", **kw), _arch("h200", 16)
+    a = simulate(cfg, arch, race_check=True, trace=True)
+    b = simulate(cfg, arch, race_check=True, engine="reference")
+    assert a.ok and a.fingerprint() == b.fingerprint() and not a.races
+    assert a.tile_check() == (a.tiles_expected, 0)
+    d = for_config(cfg.resolved(arch), arch)
+    partials = sum(len(p) - 1 for p in d.peers.values())
+    assert a.workspace_write_bytes == a.workspace_read_bytes == partials * 2 * 64 * 64 * 4
+    spans = list(a.trace.spans())
+    assert not any(s.kind == "fixup_reduce" for s in spans)            # no read-add-write, no atomics
+    waits = [s for s in spans if s.kind == "wait" and s.barrier == "fixup"]
+    loads = {(s.cluster, s.tile_m, s.tile_n) for s in spans if s.kind == "fixup_load"}
+    assert waits and all((s.cluster, s.tile_m, s.tile_n) in loads for s in waits)   # only final splits wait
+    with pytest.raises(ConfigError, match="reduction='separate'"):
+        Sm100GemmConfig(mma_tile_m=128, mma_tile_n=64, use_2sm=False, reduction="separate", **kw).check_given()

@@ -13,6 +13,10 @@ seed's epilogue warps before ``collective_epilogue.store``), for a unit that com
 * the final split: ``wait_eq(K_idx)``, load the workspace and add it to the accumulators
   (``BlockStripedReduce::load_add``), then the epilogue as for a data-parallel tile.
 
+The SM90 twin's ``separate`` reduction (hw_kernels/rules.py): every non-final split stores its partials
+to a slot of its own without waiting, then ``arrive_inc(k_tile_count)``; the final split waits as above
+and loads every other split's slot.
+
 SM100 adds the TMEM round trip (``tmem_fixup``): the accumulator stage is waited for and copied to
 registers first; a non-final split releases the stage then, the final split copies the sum back to
 TMEM for the epilogue.
@@ -142,7 +146,7 @@ class Fixup:
         self.arrives = kernel.knobs.releases("fixup")
         self.delta = kernel.knobs.fixup_delta
         self.locks: dict[tuple[int, int, int], FixupLock] = {}
-        self.keys: dict[tuple[int, int, int], int] = {}
+        self.keys: dict[tuple, int] = {}        # (tile, rank, group[, peer: the separate reduction's slot])
         self.peer_index: dict[tuple[int, int], int] = {}   # (tile, k_start) -> position in K order
         self.peer_count: dict[int, int] = {}
         nb = counts.barriers_per_tile
@@ -159,7 +163,11 @@ class Fixup:
                     lock = FixupLock(kernel.env, f"GMEM/fixup[{lock_idx}]", names, self.poll)
                     lock.delta = self.delta
                     self.locks[(tile, rank, g)] = lock
-                    self.keys[(tile, rank, g)] = kernel.mem.key_block(("WS", tile, rank, g), 1)
+                    if self.reduction == "separate":
+                        for p in range(len(peers) - 1):
+                            self.keys[(tile, rank, g, p)] = kernel.mem.key_block(("WS", tile, rank, g, p), 1)
+                    else:
+                        self.keys[(tile, rank, g)] = kernel.mem.key_block(("WS", tile, rank, g), 1)
 
     def barriers(self):
         return list(self.locks.values())
@@ -172,11 +180,12 @@ class Fixup:
         k = self.k
         key = (work.tile_id, cta.rank, group)
         lock = self.locks[key]
-        ws = self.keys[key]
         mem = k.mem
         nbytes = self.group_bytes
         final = self.is_final(work)
         peer = self.peer_index[(work.tile_id, work.k_start)]
+        separate = self.reduction == "separate"
+        ws = self.keys[(*key, peer) if separate and not final else key] if not (separate and final) else None
         env = k.env
         t0 = env.now
         races = k.races
@@ -189,16 +198,25 @@ class Fixup:
                 yield env.timeout(self.poll)             # the first poll's round trip
             yield env.timeout(self.sync)                 # the group syncs after thread 0's wait
         now = env.now
-        atomic = work.k_start > 0 and not final
+        atomic = work.k_start > 0 and not final and not separate
         loading = k.mainloop_loading if self.contended else 0
-        # The CTA's groups move their slices at once (the same unit's rows), sharing the SM's rate.
-        issue_end = now + self.share * self.rates.issue_cycles(nbytes, final, atomic, self.reduction == "deterministic",
-                                                               loading)
+        # The CTA's groups move their slices at once (the same unit's rows), sharing the SM's rate; the
+        # separate reduction's final split reads a slot per other split.
+        slots = peer if separate and final else 1
+        issue_end = now + self.share * self.rates.issue_cycles(slots * nbytes, final, atomic,
+                                                               self.reduction == "deterministic", loading)
         if final:
-            land = mem.workspace_read(now, ws, nbytes)
+            if separate:
+                land = max(mem.workspace_read(now, self.keys[(*key, p)], nbytes) for p in range(peer))
+            else:
+                land = mem.workspace_read(now, ws, nbytes)
             done = max(issue_end + self.ack, land)
             if races is not None:
-                race_hooks.fixup_read(k, lock, self._read_round(peer, True), now, done, role)
+                if separate:
+                    for p in range(peer):
+                        race_hooks.fixup_read(k, lock, 0, now, done, role, slot=p)
+                else:
+                    race_hooks.fixup_read(k, lock, self._read_round(peer, True), now, done, role)
             yield env.timeout(done - now)
             role.span("fixup_load", t0, env.now, tile=tile, k_block=work.k_start, stage=group)
             return True
@@ -207,7 +225,10 @@ class Fixup:
         if races is not None:
             if atomic:
                 race_hooks.fixup_read(k, lock, self._read_round(peer, False), now, now, role)
-            race_hooks.fixup_write(k, lock, self._write_round(peer), now, visible, role)
+            if separate:
+                race_hooks.fixup_write(k, lock, 0, now, visible, role, slot=peer)
+            else:
+                race_hooks.fixup_write(k, lock, self._write_round(peer), now, visible, role)
         # arrive_inc: the group syncs, thread 0's fence waits for the stores, its red lands later.
         yield env.timeout(max(issue_end - now, 0.0) + self.sync)
         if visible > env.now:
@@ -220,7 +241,8 @@ class Fixup:
 
     # -- race-detector rounds (see race_hooks.fixup_write): deterministic, peer i writes round i and
     # reads round i - 1; nondeterministic, the first peer writes round 0, the others read it and add
-    # into round 1, the final peer reads round 1 (round 0 with two peers).
+    # into round 1, the final peer reads round 1 (round 0 with two peers). Separate: each non-final peer
+    # writes its own slot once (round 0 of that slot's buffer), the final peer reads every slot.
     def _write_round(self, peer: int) -> int:
         if self.reduction == "deterministic":
             return peer

@@ -76,8 +76,9 @@ SM90_SCHEDULES = ("cooperative", "pingpong")
 #: DecompositionMode (tile_scheduler_detail.hpp) as config values; "data_parallel" is the kernel's own
 #: tile scheduler (CUTLASS's default), the others select the stream-K scheduler with that mode.
 DECOMPOSITIONS = ("data_parallel", "heuristic", "split_k", "stream_k")
-#: ReductionMode (tile_scheduler_detail.hpp).
-REDUCTIONS = ("deterministic", "nondeterministic")
+#: ReductionMode (tile_scheduler_detail.hpp), and "separate": the SM90 twin's own (hw_kernels/rules.py): each
+#: non-final split stores its partials in a slot of its own without waiting, the final split sums the slots.
+REDUCTIONS = ("deterministic", "nondeterministic", "separate")
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -155,10 +156,15 @@ class GemmConfigBase:
                          self.TILE_SCHEDULER_RULE)
         em, en = self.epi_tile
         check_epilogue_tile(em, en, self.cta_tile_m, self.cta_tile_n)
-        check_decomposition(self.decomposition, self.splits, self.reduction, self._stream_k_refusal())
+        check_decomposition(self.decomposition, self.splits, self.reduction, self._stream_k_refusal(),
+                            self._separate_refusal())
 
     def _stream_k_refusal(self) -> str:
         """Why this kernel config cannot take the stream-K scheduler ("" if it can)."""
+        return ""
+
+    def _separate_refusal(self) -> str:
+        """Why this kernel config cannot take the separate reduction ("" if it can)."""
         return ""
 
     def _check_given_tiles(self) -> None:  # pragma: no cover - every config defines it
@@ -496,15 +502,18 @@ def check_tile_order(tile_scheduler: str, raster: str, swizzle: int, schedulers:
         raise ConfigError(f"swizzle={swizzle}: max swizzle size must be one of {SWIZZLES}")
 
 
-def check_decomposition(decomposition: str, splits: int, reduction: str, refusal: str) -> None:
+def check_decomposition(decomposition: str, splits: int, reduction: str, refusal: str,
+                        separate_refusal: str = "") -> None:
     """The stream-K scheduler's arguments (``PersistentTileSchedulerSm90StreamK::Arguments``):
     decomposition and reduction names, ``splits > 1`` only with the heuristic or split-K
-    (sm90_tile_scheduler_stream_k.hpp ``can_implement``), and ``refusal``: why the kernel cannot take
-    the stream-K scheduler at all ("" if it can)."""
+    (sm90_tile_scheduler_stream_k.hpp ``can_implement``), ``refusal``: why the kernel cannot take
+    the stream-K scheduler at all ("" if it can), and ``separate_refusal``: why not the separate reduction."""
     if decomposition not in DECOMPOSITIONS:
         raise ConfigError(f"decomposition={decomposition!r}: unknown; valid: {', '.join(DECOMPOSITIONS)}")
     if reduction not in REDUCTIONS:
         raise ConfigError(f"reduction={reduction!r}: unknown; valid: {', '.join(REDUCTIONS)}")
+    if reduction == "separate" and decomposition != "data_parallel" and separate_refusal:
+        raise ConfigError(f"reduction='separate': {separate_refusal}")
     if splits > 1 and decomposition not in ("heuristic", "split_k"):
         raise ConfigError(f"splits={splits} with decomposition={decomposition!r}: a split count > 1 is valid only "
                           "for the heuristic and split-K decompositions (sm90_tile_scheduler_stream_k.hpp "

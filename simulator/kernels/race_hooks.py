@@ -130,16 +130,20 @@ def sm90_store_buffer(k: Any, cta: Any, subtile: int, t_start: float, t_end: flo
 
 
 # ----------------------------------------------------------------------- stream-K / split-K fixup
-def _workspace(k: Any, lock: Any):
-    """The workspace slice behind one fixup flag (global memory), one round per ordered access."""
-    return k.races.buffer(("workspace", lock.name), lock.name.replace("fixup", "workspace"), 1)
+def _workspace(k: Any, lock: Any, slot: int | None = None):
+    """The workspace slice behind one fixup flag (global memory), one round per ordered access; with
+    ``slot``, one of the separate reduction's slots (one per non-final split, each written once)."""
+    name = lock.name.replace("fixup", "workspace")
+    if slot is None:
+        return k.races.buffer(("workspace", lock.name), name, 1)
+    return k.races.buffer(("workspace", lock.name, slot), f"{name}.slot{slot}", 1)
 
 
-def fixup_write(k: Any, lock: Any, rnd: int, t_issue: float, t_done: float, role: Any) -> None:
+def fixup_write(k: Any, lock: Any, rnd: int, t_issue: float, t_done: float, role: Any, slot: int | None = None) -> None:
     """A peer's partial stored (or added atomically) into the workspace: issued -> acknowledged."""
-    _workspace(k, lock).write(rnd, t_issue, t_done, 1, role.who)
+    _workspace(k, lock, slot).write(rnd, t_issue, t_done, 1, role.who)
 
 
-def fixup_read(k: Any, lock: Any, rnd: int, t_start: float, t_end: float, role: Any) -> None:
+def fixup_read(k: Any, lock: Any, rnd: int, t_start: float, t_end: float, role: Any, slot: int | None = None) -> None:
     """A peer reads what the earlier peers wrote (the final peer's load, an atomic add's read)."""
-    _workspace(k, lock).read(rnd, t_start, t_end, role.who)
+    _workspace(k, lock, slot).read(rnd, t_start, t_end, role.who)

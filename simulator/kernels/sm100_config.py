@@ -295,6 +295,10 @@ class Sm100GemmConfig(GemmConfigBase):
     def _smem_parts(self) -> list[str]:
         return [f"{self.kernel_smem_carveout_bytes} B kernel carve-out", f"{self.epilogue_smem_bytes} B epilogue"]
 
+    def _separate_refusal(self) -> str:
+        return ("the SM100 kernel (the seed) has CUTLASS's reductions only: deterministic or nondeterministic; the "
+                "separate reduction is the SM90 twin's")
+
     def _stream_k_refusal(self) -> str:
         if self.tile_scheduler != "clc":
             return (f"tile_scheduler={self.tile_scheduler!r}: the SM100 stream-K scheduler "

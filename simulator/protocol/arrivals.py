@@ -324,10 +324,11 @@ def fixup_wait(k_idx: int, final: bool, reduction: str) -> tuple[str, int] | Non
     ``fixup_helper``), as (op, value) for :meth:`simulator.protocol.fixup.FixupLock.wait`, or None:
     the first peer stores without waiting; the final peer waits until every earlier peer has added
     (``wait_eq(K_idx)``); a middle peer, deterministic: the same (turnstile in K order),
-    nondeterministic: until the first peer has stored (``wait_lt(1)``: flag >= 1)."""
+    nondeterministic: until the first peer has stored (``wait_lt(1)``: flag >= 1), separate (the SM90
+    twin's: every non-final peer stores a slot of its own): not at all."""
     if final or (k_idx > 0 and reduction == "deterministic"):
         return "eq", k_idx
-    if k_idx == 0:
+    if k_idx == 0 or reduction == "separate":
         return None
     return "ge", 1
 
