@@ -120,6 +120,10 @@ class WorkspaceRates:
         return tuple(seen.values())
 
 
+#: The race detector's record of a nondeterministic first split's store alone (see :meth:`Fixup.run`).
+_FIRST_STORE = -1
+
+
 class Fixup:
     """The fixup flags and workspace slices of one launch (only split tiles have them).
 
@@ -223,8 +227,14 @@ class Fixup:
         held = mem.workspace_write(now, ws, nbytes, ATOMIC_L2_COST.value if atomic else 1.0)
         visible = max(issue_end + self.ack, held)
         if races is not None:
+            nondet = self.reduction == "nondeterministic"
             if atomic:
-                race_hooks.fixup_read(k, lock, self._read_round(peer, False), now, now, role)
+                # nondeterministic: the atomic adds need only the first store landed (its own record, so
+                # that adds of other middle splits into the same slice are no overwrite of it)
+                race_hooks.fixup_read(k, lock, self._read_round(peer, False), now, now, role,
+                                      slot=_FIRST_STORE if nondet else None)
+            elif nondet and peer == 0:
+                race_hooks.fixup_write(k, lock, 0, now, visible, role, slot=_FIRST_STORE)
             if separate:
                 race_hooks.fixup_write(k, lock, 0, now, visible, role, slot=peer)
             else:

@@ -132,11 +132,12 @@ def sm90_store_buffer(k: Any, cta: Any, subtile: int, t_start: float, t_end: flo
 # ----------------------------------------------------------------------- stream-K / split-K fixup
 def _workspace(k: Any, lock: Any, slot: int | None = None):
     """The workspace slice behind one fixup flag (global memory), one round per ordered access; with
-    ``slot``, one of the separate reduction's slots (one per non-final split, each written once)."""
+    ``slot`` >= 0, one of the separate reduction's slots (one per non-final split, each written once); -1,
+    the nondeterministic reduction's first store alone (what its atomic adds wait for)."""
     name = lock.name.replace("fixup", "workspace")
     if slot is None:
         return k.races.buffer(("workspace", lock.name), name, 1)
-    return k.races.buffer(("workspace", lock.name, slot), f"{name}.slot{slot}", 1)
+    return k.races.buffer(("workspace", lock.name, slot), f"{name}.slot{slot}" if slot >= 0 else f"{name}.first", 1)
 
 
 def fixup_write(k: Any, lock: Any, rnd: int, t_issue: float, t_done: float, role: Any, slot: int | None = None) -> None:
