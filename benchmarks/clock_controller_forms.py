@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simulator.machine.power import h200_power  # noqa: E402
 from validation import power_fit as pf  # noqa: E402
-from validation import power_sims as ps  # noqa: E402
 
 GAP_MS = 4256e-6
 TRACED_IDLE_MS = 19.7
@@ -59,9 +58,7 @@ class Forms:
     def _terms(self, k, arrs, win, idle, tag=None):
         ck = ("terms", k, win, idle, tag)
         if ck not in self._memo:
-            best = min(arrs, key=lambda x: float(np.interp(1.5, pf.GRID, x["kernel_ms"])))
-            full = pf.stream_terms(arrs + [best], win, idle)           # cuBLAS last: the fastest stands in
-            self._memo[ck] = {t: v[:-1] for t, v in full.items()}
+            self._memo[ck] = pf.campaign_terms(arrs, win, idle)
         return self._memo[ck]
 
     def _fast(self, k, tc, l2, dr, flw=None):
@@ -120,12 +117,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=0, help="processes for missing simulations (0: all cores)")
     a = ap.parse_args(argv)
     t0 = time.time()
-    rows = ps.load_rows(("space", "bf16", "small"))
-    sims = ps.row_sims(rows, jobs=a.jobs)
-    groups = pf.problems(("space",), rows, sims)
-    groups = {k: {"rows": [r for r, s in zip(g["rows"], g["sims"], strict=True) if s],
-                  "sims": [s for s in g["sims"] if s]} for k, g in groups.items()}
-    forms = Forms(groups)
+    forms = Forms(pf.simulated_groups(a.jobs)[0])
     cmd = "python benchmarks/clock_controller_forms.py" + (f" --out {a.out}" if a.out else "")
     lines = ["# Other forms of the power controller, scored leave-one-problem-out (issue 16)", "",
              f"`{cmd}`; written by the command. Development figures: the campaign's 1248 `space` rows (13 problems), "

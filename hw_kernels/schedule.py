@@ -292,11 +292,9 @@ def stream_k_schedule(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: 
     for segs in rows:
         for s in segs:
             starts.setdefault(s[4], []).append(s[2])
-    for v in starts.values():
-        v.sort()
+    place = {(t, k0): i for t, v in starts.items() for i, k0 in enumerate(sorted(v))}
     slots = max(1, max((len(v) for v in starts.values()), default=1) - 1) if reduction == "separate" else 1
-    rows = [[w for s in segs for w in (*s, s[4] * slots + starts[s[4]].index(s[2]), starts[s[4]].index(s[2]))]
-            for segs in rows]
+    rows = [[w for s in segs for w in (*s, s[4] * slots + place[s[4], s[2]], place[s[4], s[2]])] for segs in rows]
     max_segs = max((len(r) // SEGMENT_WORDS for r in rows), default=0)
     width = 1 + SEGMENT_WORDS * max_segs
     table = tuple(tuple([len(r) // SEGMENT_WORDS] + r + [0] * (width - 1 - len(r))) for r in rows)

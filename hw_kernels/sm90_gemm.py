@@ -563,55 +563,42 @@ class Sm90TmaWsGemm:
                         ws_base = lock * (n_acc * THREADS_PER_WG)
                         f0 = self._now(R.LEVEL_TILE)
                         op = Int32(0)
+                        place = Int32(0)
+                        slot = n_acc * THREADS_PER_WG
                         if cutlass.const_expr(self.separate):
-                            # This segment's own slot (hw_kernels/schedule.py StreamKSchedule); only the final
-                            # split waits, as in the other modes until the flag holds its k0 (every earlier
-                            # split counted in its K tiles).
+                            # This segment's own slot (hw_kernels/schedule.py StreamKSchedule); the slots of
+                            # one tile lie csize x flags-per-tile slices apart.
                             place = work[e + 6]
-                            ws_base = ((work[e + 5] * csize + cta_rank) * self.fixup_flags_per_tile + wgi) * (
-                                n_acc * THREADS_PER_WG)
-                            if final:
-                                self._fixup_wait(flags, lock, k0, final, t_wg)
-                        else:
-                            self._fixup_wait(flags, lock, k0, final, t_wg)
+                            ws_base = ((work[e + 5] * csize + cta_rank) * self.fixup_flags_per_tile + wgi) * slot
+                            slot = csize * self.fixup_flags_per_tile * slot
+                        self._fixup_wait(flags, lock, k0, final, t_wg)
                         fix_barrier.arrive_and_wait()
                         f1 = self._now(R.LEVEL_TILE)
-                        if cutlass.const_expr(self.separate):
-                            op = Int32(R.FIXUP_STORE)
-                            if final:
-                                op = Int32(R.FIXUP_LOAD)
-                                self._separate_load_add(workspace, ws_base, place,
-                                                        csize * self.fixup_flags_per_tile * n_acc * THREADS_PER_WG,
-                                                        t_wg, acc, n_acc)
-                                if t_wg == 0:
-                                    cute.arch.store(flags.iterator + lock, Int32(0), sem="relaxed", scope="gpu")
-                            else:
-                                for j in cutlass.range_constexpr(n_acc // fv):
-                                    self._ws_store(workspace, ws_base, j, t_wg, acc)
-                                # arrive_inc(k_tile_count), as the other modes: the final split sees k0
-                                fix_barrier.arrive_and_wait()
-                                if t_wg == 0:
-                                    cute.arch.fence_acq_rel_gpu()
-                                    cute.arch.red(flags.iterator + lock, kn, op="add", dtype="s32",
-                                                  sem="relaxed", scope="gpu")
-                        elif final:
-                            # BlockStripedReduce::load_add, then the flag back to 0 for the next launch
-                            # (every peer has arrived: nothing else reads it).
+                        if final:
+                            # BlockStripedReduce::load_add (separate: every other split's slot, in K order),
+                            # then the flag back to 0 for the next launch (every peer has arrived: nothing
+                            # else reads it).
                             op = Int32(R.FIXUP_LOAD)
-                            for j in cutlass.range_constexpr(n_acc // fv):
-                                v = self._ws_load(workspace, ws_base, j, t_wg)
-                                for q in cutlass.range_constexpr(fv):
-                                    acc[j * fv + q] = acc[j * fv + q] + v[q]
+                            if cutlass.const_expr(self.separate):
+                                for p in cutlass.range(place, unroll=1):
+                                    self._ws_load_add(workspace, ws_base - (place - p) * slot, t_wg, acc, n_acc)
+                            else:
+                                self._ws_load_add(workspace, ws_base, t_wg, acc, n_acc)
                             if t_wg == 0:
                                 cute.arch.store(flags.iterator + lock, Int32(0), sem="relaxed", scope="gpu")
                         else:
-                            if k0 == 0:
-                                op = Int32(R.FIXUP_STORE)
+                            if cutlass.const_expr(self.separate):
+                                op = Int32(R.FIXUP_STORE)        # its own slot: no read-add-write
                                 for j in cutlass.range_constexpr(n_acc // fv):
                                     self._ws_store(workspace, ws_base, j, t_wg, acc)
                             else:
-                                op = Int32(R.FIXUP_REDUCE)
-                                self._fixup_reduce(workspace, ws_base, t_wg, acc, n_acc)
+                                if k0 == 0:
+                                    op = Int32(R.FIXUP_STORE)
+                                    for j in cutlass.range_constexpr(n_acc // fv):
+                                        self._ws_store(workspace, ws_base, j, t_wg, acc)
+                                else:
+                                    op = Int32(R.FIXUP_REDUCE)
+                                    self._fixup_reduce(workspace, ws_base, t_wg, acc, n_acc)
                             # arrive_inc(k_tile_count): the group syncs, thread 0 fences and adds.
                             fix_barrier.arrive_and_wait()
                             if t_wg == 0:
@@ -857,22 +844,23 @@ class Sm90TmaWsGemm:
     def _fixup_wait(self, flags: cute.Tensor, lock: Int32, k0: Int32, final, t_wg: Int32):
         """Thread 0 of the warpgroup spins (ld.global.acquire.gpu) until the earlier peers' partials are
         in: flag == K_idx for the final split and, deterministic, every middle one (wait_eq); a
-        nondeterministic middle split only until the first peer stored (wait_lt(1)); the first split
-        (K_idx 0) does not wait."""
+        nondeterministic middle split only until the first peer stored (wait_lt(1)); a separate middle
+        split (its own slot) and the first split (K_idx 0) do not wait."""
         if t_wg == 0:
             if k0 > 0:
                 ptr = flags.iterator + lock
-                v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
-                if cutlass.const_expr(self.deterministic):
+                if final:
+                    v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
                     while v != k0:
                         v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
-                else:
-                    if final:
-                        while v != k0:
-                            v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
-                    else:
-                        while v < 1:
-                            v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+                elif cutlass.const_expr(self.deterministic):
+                    v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+                    while v != k0:
+                        v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+                elif cutlass.const_expr(not self.separate):
+                    v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
+                    while v < 1:
+                        v = cute.arch.load(ptr, Int32, sem="acquire", scope="gpu")
 
     @cute.jit
     def _ws_ptr(self, workspace: cute.Tensor, ws_base: Int32, j: cutlass.Constexpr, t_wg: Int32):
@@ -929,17 +917,14 @@ class Sm90TmaWsGemm:
                     cute.arch.atomic_add(ptr + q, acc[j * fv + q], sem="relaxed", scope="gpu")
 
     @cute.jit
-    def _separate_load_add(self, workspace: cute.Tensor, ws_base: Int32, place: Int32, slot: Int32, t_wg: Int32,
-                           acc: cute.Tensor, n_acc: cutlass.Constexpr):
-        """Separate reduction, final split (``place`` = the tile's other splits): add their slots, ``slot``
-        floats apart and ending just below ours, in K order."""
+    def _ws_load_add(self, workspace: cute.Tensor, ws_base: Int32, t_wg: Int32, acc: cute.Tensor,
+                     n_acc: cutlass.Constexpr):
+        """Add the slice at ``ws_base`` to the accumulators (BlockStripedReduce::load_add)."""
         fv = self.fixup_vec
-        first = ws_base - place * slot
-        for p in cutlass.range(place, unroll=1):
-            for j in cutlass.range_constexpr(n_acc // fv):
-                v = self._ws_load(workspace, first + p * slot, j, t_wg)
-                for q in cutlass.range_constexpr(fv):
-                    acc[j * fv + q] = acc[j * fv + q] + v[q]
+        for j in cutlass.range_constexpr(n_acc // fv):
+            v = self._ws_load(workspace, ws_base, j, t_wg)
+            for q in cutlass.range_constexpr(fv):
+                acc[j * fv + q] = acc[j * fv + q] + v[q]
 
     @staticmethod
     def _skip(state, n: Int32):

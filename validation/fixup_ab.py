@@ -9,15 +9,10 @@ random-normal fp16 inputs, every output checked against a float32 reference firs
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from dataclasses import replace
-from pathlib import Path
 
-from hw_kernels import records as R
-from hw_kernels.host import KernelConfig
+from validation import config_ab
 
 #: Problem -> the stream-K scheduler configs to compare: the campaigns' best where the twin trails cuBLAS
 #: (h200_streamk.md, h100_coop64.md development problems) and the wide tiles whose fixup dominated.
@@ -37,37 +32,13 @@ QUICK = {(512, 512, 32768): ("128x64x64_c2x2_rm_sw1_e32_dh", "128x256x64_c2x2_rn
          (256, 1024, 65536): ("128x64x64_c1x2_rn_sw1_e32_ds8", "128x256x64_c2x2_rn_sw1_e32_dsk")}
 
 
-def configs(names) -> list[KernelConfig]:
-    out = []
-    for name in names:
-        cfg = replace(KernelConfig.from_name(name), instrument=R.LEVEL_SPAN)
-        out += [cfg, replace(cfg, fixup_vec=4)]
-    return out
-
-
-def run(out: Path, time_limit: float, quick: bool = False) -> Path:
-    from validation.campaign import Campaign, Gpu
-    out.mkdir(parents=True, exist_ok=True)
-    command = "python -m validation.fixup_ab " + " ".join(sys.argv[1:])
-    camp = Campaign(Gpu(out, print), out, command, time.time() + time_limit, quick=False)
-    path = out / "fixup_ab.json"
-    for i, (shape, names) in enumerate((QUICK if quick else CASES).items()):
-        if camp.left() < 30:
-            camp.res["skipped"].append(f"{shape}: out of time")
-            continue
-        camp.res["rows"] += camp.measure_shape("fixup_ab", "fp16", shape, configs(names), budget_s=6.0,
-                                               max_rounds=40, min_rounds=5, seed=300 + i)
-        path.write_text(json.dumps(camp.res, separators=(",", ":"), default=str))  # a cut run keeps its shapes
-    return path
+def variant(cfg):
+    """The 16-byte fixup of ``cfg``."""
+    return replace(cfg, fixup_vec=4)
 
 
 def report(res: dict, written_by: str = "") -> str:
-    env = res["env"]
-    lines = [f"# The twin's fixup at 1 and 4 floats per thread per access, measured on the {env.get('device')}", "",
-             *([f"Written by `{written_by}`.", ""] if written_by else []),
-             f"GPU run: `{env.get('command')}`; {env.get('device')}, driver {env.get('driver')}, CuTe DSL "
-             f"{env.get('nvidia_cutlass_dsl')}, {env.get('date_utc')}. Median CUDA-event time of queued launches, "
-             "alternating with cuBLAS on the same inputs; every output checked against a float32 reference.", "",
+    lines = [*config_ab.header(res, "The twin's fixup at 1 and 4 floats per thread per access, measured on the", written_by),
              "| problem | config | cuBLAS us | fixup_vec 1 us | x cuBLAS | fixup_vec 4 us | x cuBLAS | 4 / 1 | "
              "clock GHz (1 / 4) | correct |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     by = {}
@@ -77,7 +48,7 @@ def report(res: dict, written_by: str = "") -> str:
     for (m, n, k, name), r1 in sorted(by.items()):
         if name == "cublas" or "_fv4" in name:
             continue
-        r4 = by.get((m, n, k, name.replace("_trace-span", "_fv4_trace-span")))
+        r4 = by.get((m, n, k, config_ab.variant_name(name, variant)))
         cub = by.get((m, n, k, "cublas"))
         if r4 is None or cub is None:
             continue
@@ -90,24 +61,8 @@ def report(res: dict, written_by: str = "") -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path)
-    ap.add_argument("--time-limit", type=float, default=300.0)
-    ap.add_argument("--quick", action="store_true", help="the QUICK cases only")
-    ap.add_argument("--report", type=Path)
-    ap.add_argument("--md", type=Path)
-    a = ap.parse_args(argv)
-    if a.report:
-        text = report(json.loads(a.report.read_text()), "python -m validation.fixup_ab " + " ".join(
-            sys.argv[1:] if argv is None else argv))
-        if a.md:
-            a.md.write_text(text)
-        print(text, end="")
-        return 0
-    if not a.out:
-        ap.error("give --out (GPU run) or --report")
-    print(report(json.loads(run(a.out, a.time_limit, a.quick).read_text())), end="")
-    return 0
+    return config_ab.main(argv, __doc__, "fixup_ab", lambda a: QUICK if a.quick else CASES, variant, 300, report,
+                          lambda ap: ap.add_argument("--quick", action="store_true", help="the QUICK cases only"))
 
 
 if __name__ == "__main__":

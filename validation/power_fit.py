@@ -127,6 +127,14 @@ def stream_terms(arrs: list[dict], window_ms: float | None, idle_ms: float = SLE
     return out
 
 
+def campaign_terms(arrs: list[dict], window_ms: float, idle_ms: float = SLEEP_MS) -> dict[str, np.ndarray]:
+    """:func:`stream_terms` of one problem's rows in the campaign's round, cuBLAS last (the problem's
+    fastest simulated config stands in for it), for the rows only."""
+    best = min(arrs, key=lambda a: float(np.interp(1.5, GRID, a["kernel_ms"])))
+    full = stream_terms(arrs + [best], window_ms, idle_ms)
+    return {k: v[:-1] for k, v in full.items()}
+
+
 def _highest(ok: np.ndarray) -> np.ndarray:
     """Per row of ``ok`` (n, G): the highest grid clock where it holds (the lowest where none does)."""
     idx = np.where(ok.any(axis=1), GRID.size - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
@@ -189,6 +197,17 @@ def problems(phases, rows, sims) -> dict:
     return out
 
 
+def simulated_groups(jobs: int = 0, log=None) -> tuple[dict, dict]:
+    """The campaign's rows of every phase by problem (:func:`problems`) with their simulations (run where the
+    cache lacks them), the rows lacking one left out; and how many each problem lost so."""
+    from validation import power_sims as ps
+    rows = ps.load_rows(("space", "bf16", "small"))
+    groups_all = problems(("space", "bf16", "small"), rows, ps.row_sims(rows, jobs=jobs, log=log))
+    missing = {k: sum(s is None for s in g["sims"]) for k, g in groups_all.items()}
+    return {k: {"rows": [r for r, s in zip(g["rows"], g["sims"], strict=True) if s],
+                "sims": [s for s in g["sims"] if s]} for k, g in groups_all.items()}, missing
+
+
 def l2_cost_of(cfg) -> float:
     from simulator.kernels.tma_alignment import RowPitchCost
     return RowPitchCost.of(cfg.k, cfg.bits_ab).l2_cost
@@ -217,12 +236,8 @@ def predict(groups: dict, model: PowerModel, prm: Params, cache: dict) -> dict:
                 cache[key] = [row_arrays(s, model, gap_ms, l2_cost_of(r.config))
                               for r, s in zip(g["rows"], g["sims"], strict=True)]
             arrs = cache[key]
-            if prm.window_ms is None:
-                terms = stream_terms(arrs, None)
-            else:
-                best = min(arrs, key=lambda a: float(np.interp(1.5, GRID, a["kernel_ms"])))
-                full = stream_terms(arrs + [best], prm.window_ms, prm.idle_ms)   # cuBLAS last: the fastest stands in
-                terms = {k: v[:-1] for k, v in full.items()}
+            terms = stream_terms(arrs, None) if prm.window_ms is None else campaign_terms(arrs, prm.window_ms,
+                                                                                            prm.idle_ms)
             cache[ck] = (terms, np.array([a["cap"] for a in arrs]))
         terms, caps = cache[ck]
         fk = (key, "fast", prm.tc_scale, prm.l2_scale, prm.dram_scale)
@@ -306,14 +321,8 @@ def baseline_fixed(groups, keys_train, keys_test) -> tuple[float, list[float]]:
 
 
 def run(phases=("space",), free=FITTABLE, log=print, jobs: int = 0) -> dict:
-    from validation import power_sims as ps
     t0 = time.time()
-    rows = ps.load_rows(("space", "bf16", "small"))
-    sims = ps.row_sims(rows, jobs=jobs, log=log)
-    groups_all = problems(("space", "bf16", "small"), rows, sims)
-    missing = {k: sum(s is None for s in g["sims"]) for k, g in groups_all.items()}
-    groups = {k: {"rows": [r for r, s in zip(g["rows"], g["sims"], strict=True) if s],
-                  "sims": [s for s in g["sims"] if s]} for k, g in groups_all.items()}
+    groups, missing = simulated_groups(jobs, log)
     keys = [k for k, g in groups.items() if g["rows"] and k[0] in phases]
     model = h200_power()
     cache: dict = {}
