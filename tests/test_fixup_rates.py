@@ -165,3 +165,28 @@ def test_microbenchmark_rows_sit_beside_the_model_curve_in_the_trace_s_units(tmp
     assert [line for line in lines if line.startswith("| GPU | r")] == [
         f"| GPU | rmw | 64 | no | 32.0 | 128.0 | {SM90_WORKSPACE_REDUCE.at(64):.1f} |",
         f"| GPU | red | 0 | every 340 clk | 16.0 | 64.0 | {SM90_WORKSPACE_RED.at(0):.1f} |"]
+
+
+def test_a_launch_s_phases_are_its_load_ends_and_its_last_consumer_tile():
+    """Loads end: the load warp's tile records (median and last); span: the last consumer tile's end; tail: the
+    span after the median loads end; all from the launch's first record. Other roles' and kinds' records count
+    only for the first record."""
+    import numpy as np
+
+    from simulator.engine.trace import COLUMNS, Trace
+    from validation.fixup_traces import phases
+
+    def trace(cols):
+        n = len(cols["role"])
+        full = {c: np.asarray(cols[c]) if c in cols else np.zeros(n) for c in COLUMNS}
+        return Trace.from_columns({}, full)
+
+    rows = [("MainloopLoad", "tile", 1000.0, 11000.0), ("MainloopLoad", "tile", 1000.0, 13000.0),
+            ("MainloopLoad", "tile", 1000.0, 21000.0), ("Consumer0", "tile", 1000.0, 30000.0),
+            ("Consumer1", "tile", 1000.0, 31000.0), ("Consumer0", "fixup_load", 25000.0, 40000.0),
+            ("MainloopLoad", "prologue", 0.0, 500.0)]
+    cols = {"role": [r[0] for r in rows], "kind": [r[1] for r in rows], "start_ns": [r[2] for r in rows],
+            "end_ns": [r[3] for r in rows]}
+    got = phases(trace(cols))
+    assert got == {"loads_end_median_us": 13.0, "loads_end_last_us": 21.0, "span_us": 31.0, "tail_us": 18.0}
+    assert phases(trace({k: v[-2:] for k, v in cols.items()})) == {}

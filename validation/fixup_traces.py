@@ -77,6 +77,23 @@ def fixed_cycles() -> float:
     return FIXUP_NAMED_BARRIER.value + ArchSpec.h200().l2_latency_cycles.value
 
 
+def phases(trace) -> dict[str, float]:
+    """A launch's phases from its first record (us): the mainloop loads' ends (each load-warp tile record's
+    last K-block issued; median and last) and the last consumer tile's end (the span); the tail is the span
+    after the median load end: the fixup, the epilogue and the wait for the slowest units."""
+    c = trace.columns()
+    role, kind = np.asarray(c["role"]), np.asarray(c["kind"])
+    start, end = np.asarray(c["start_ns"], float), np.asarray(c["end_ns"], float)
+    t0 = start.min()
+    loads = end[(role == "MainloopLoad") & (kind == "tile")] - t0
+    tiles = end[np.char.startswith(role.astype(str), "Consumer") & (kind == "tile")] - t0
+    if not len(loads) or not len(tiles):
+        return {}
+    med, last, span = float(np.median(loads)) / 1e3, float(loads.max()) / 1e3, float(tiles.max()) / 1e3
+    return {"loads_end_median_us": round(med, 2), "loads_end_last_us": round(last, 2), "span_us": round(span, 2),
+            "tail_us": round(span - med, 2)}
+
+
 def load_raw(raw: Path) -> tuple[dict, object, float]:
     """A raw dump's metadata, its trace in the shared format, and its median in-kernel clock (GHz)."""
     from validation.hw_trace import to_trace
@@ -118,6 +135,7 @@ def compare(raw: Path) -> dict:
         arch = ArchSpec.h200().with_overrides({"clock_ghz": round(clk, 4)}, origin="the traced launch's in-kernel clock")
         res, refused = simulate(cfg, arch, trace=True), None
     sim = op_work_cycles(res.trace, clk) if res else {}
+    phase = {"measured": phases(tr), "simulated": phases(res.trace) if res else {}}
     for op, o in ops.items():
         o["simulated_work_cycles_median"] = round(statistics.median(sim[op]), 1) if sim.get(op) else None
     return {"raw": raw.name, "config": meta["config_name"], "problem": "x".join(str(meta["problem"][d]) for d in "mnk"),
@@ -125,7 +143,7 @@ def compare(raw: Path) -> dict:
             "date": meta.get("env_date_utc"), "gpu_command": meta.get("env_command"),
             "fixup_vec": int(meta["config"].get("fixup_vec", 1)), "clock_ghz": round(clk, 4), "kernel_us_measured": round(meta["kernel_ms_events"] * 1e3, 2),
             "kernel_us_simulated": round(res.cycles / clk / 1e3, 2) if res else None, "model_refuses": refused,
-            "fixed_cycles": fixed_cycles(), "ops": ops}
+            "fixed_cycles": fixed_cycles(), "ops": ops, "phases": phase}
 
 
 def derived_rates(rows: list[dict], fixup_vec: int = 1) -> dict[str, float]:
@@ -169,7 +187,24 @@ def markdown(rows: list[dict], rates: dict[int, dict], command: str, raw_dir: st
     refused = sorted({r["model_refuses"] for r in rows if r["model_refuses"]})
     if refused:
         lines += ["", "Not simulated (sim `-`): the SM90 model refuses them: " + "; ".join(refused) + "."]
-    return "\n".join(lines + vec_pairs(rows)) + "\n"
+    return "\n".join(lines + phase_table(rows) + vec_pairs(rows)) + "\n"
+
+
+def phase_table(rows: list[dict]) -> list[str]:
+    """Per launch the measured and simulated phases (:func:`phases`): where the model's time goes wrong."""
+    out = ["", "Phases of each launch, from its first record (us, measured / simulated at the same clock; loads end = "
+           "a load warp's last K-block of a tile issued; tail = span after the median loads end: fixup, epilogue, "
+           "slowest units):", "", "| launch | GPU | loads end, median | loads end, last | span | tail | "
+           "sim / meas: loads (median) | tail |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        m, s = r["phases"]["measured"], r["phases"]["simulated"]
+        if not m:
+            continue
+        keys = ("loads_end_median_us", "loads_end_last_us", "span_us", "tail_us")
+        cells = [f"{m[k]:.1f} / {s[k]:.1f}" if s else f"{m[k]:.1f} / -" for k in keys]
+        ratios = [f"{s[k] / m[k]:.2f}" if s and m[k] > 0 else "-" for k in (keys[0], keys[3])]
+        out.append(f"| {r['config']} {r['problem']} | {r['device']} | " + " | ".join(cells + ratios) + " |")
+    return out
 
 
 def vec_pairs(rows: list[dict]) -> list[str]:
