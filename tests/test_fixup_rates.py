@@ -190,3 +190,22 @@ def test_a_launch_s_phases_are_its_load_ends_and_its_last_consumer_tile():
     got = phases(trace(cols))
     assert got == {"loads_end_median_us": 13.0, "loads_end_last_us": 21.0, "span_us": 31.0, "tail_us": 18.0}
     assert phases(trace({k: v[-2:] for k, v in cols.items()})) == {}
+
+
+def test_a_handoff_counts_only_a_split_that_was_waiting_when_its_peer_added_to_the_flag():
+    """Per tile and warpgroup, in the order the flag waits ended: the reduce waited from before the store's end to
+    after it (a handoff: its wait end minus the store's end, in cycles); the load started after the reduce had
+    ended (no wait on it: not a handoff); another tile's record never pairs with these."""
+    import numpy as np
+
+    from simulator.engine.trace import COLUMNS, Trace
+    from validation.fixup_traces import handoffs
+
+    rows = [  # (tile_m, kind, barrier, start ns, end ns)
+        (0, "fixup_store", "", 0.0, 1000.0), (0, "fixup_reduce", "", 500.0, 2000.0), (0, "wait", "fixup", 500.0, 1300.0),
+        (0, "fixup_load", "", 2500.0, 3000.0), (0, "wait", "fixup", 2500.0, 2600.0), (1, "fixup_load", "", 900.0, 5000.0),
+        (1, "wait", "fixup", 900.0, 4000.0)]
+    cols = {"tile_m": [r[0] for r in rows], "kind": [r[1] for r in rows], "barrier": [r[2] for r in rows],
+            "start_ns": [r[3] for r in rows], "end_ns": [r[4] for r in rows], "role": ["Consumer0"] * len(rows)}
+    full = {c: np.asarray(cols[c]) if c in cols else np.zeros(len(rows), int) for c in COLUMNS}
+    assert handoffs(Trace.from_columns({}, full), clock_ghz=2.0) == [600.0]

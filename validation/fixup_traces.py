@@ -94,6 +94,25 @@ def phases(trace) -> dict[str, float]:
             "tail_us": round(span - med, 2)}
 
 
+def handoffs(trace, clock_ghz: float) -> list[float]:
+    """The turnstile's flag handoffs, in cycles: per split tile and consumer warpgroup, the fixup records in the
+    order their flag waits ended; where one record's wait started before the previous record ended and ended
+    after it (the split was waiting on that peer), the time from the previous record's end (its flag ``red``
+    issued) to this wait's end (the flag seen, the group synced)."""
+    c = trace.columns()
+    role, start = np.asarray(c["role"]), np.asarray(c["start_ns"], float)
+    tile = list(zip(np.asarray(c["tile_m"]), np.asarray(c["tile_n"]), role, strict=True))
+    recs: dict = {}
+    for lst in work_intervals(trace).values():
+        for i, w_end, end in lst:
+            recs.setdefault(tile[i], []).append((start[i], w_end, end))
+    out = []
+    for lst in recs.values():
+        lst.sort(key=lambda r: r[1])
+        out += [(b[1] - a[2]) * clock_ghz for a, b in zip(lst, lst[1:], strict=False) if b[0] < a[2] < b[1]]
+    return out
+
+
 def load_raw(raw: Path) -> tuple[dict, object, float]:
     """A raw dump's metadata, its trace in the shared format, and its median in-kernel clock (GHz)."""
     from validation.hw_trace import to_trace
@@ -136,6 +155,10 @@ def compare(raw: Path) -> dict:
         res, refused = simulate(cfg, arch, trace=True), None
     sim = op_work_cycles(res.trace, clk) if res else {}
     phase = {"measured": phases(tr), "simulated": phases(res.trace) if res else {}}
+    for side, t in (("measured", tr), ("simulated", res.trace if res else None)):
+        h = handoffs(t, clk) if t is not None else []
+        if h and phase[side]:
+            phase[side].update(handoffs=len(h), handoff_cycles_median=round(float(np.median(h)), 1))
     for op, o in ops.items():
         o["simulated_work_cycles_median"] = round(statistics.median(sim[op]), 1) if sim.get(op) else None
     return {"raw": raw.name, "config": meta["config_name"], "problem": "x".join(str(meta["problem"][d]) for d in "mnk"),
@@ -194,8 +217,9 @@ def phase_table(rows: list[dict]) -> list[str]:
     """Per launch the measured and simulated phases (:func:`phases`): where the model's time goes wrong."""
     out = ["", "Phases of each launch, from its first record (us, measured / simulated at the same clock; loads end = "
            "a load warp's last K-block of a tile issued; tail = span after the median loads end: fixup, epilogue, "
-           "slowest units):", "", "| launch | GPU | loads end, median | loads end, last | span | tail | "
-           "sim / meas: loads (median) | tail |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           "slowest units; handoff = a waiting split's wait end after its peer's flag add, cycles, median, and how many):",
+           "", "| launch | GPU | loads end, median | loads end, last | span | tail | sim / meas: loads (median) | tail | "
+           "handoff cycles |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         m, s = r["phases"]["measured"], r["phases"]["simulated"]
         if not m:
@@ -203,7 +227,9 @@ def phase_table(rows: list[dict]) -> list[str]:
         keys = ("loads_end_median_us", "loads_end_last_us", "span_us", "tail_us")
         cells = [f"{m[k]:.1f} / {s[k]:.1f}" if s else f"{m[k]:.1f} / -" for k in keys]
         ratios = [f"{s[k] / m[k]:.2f}" if s and m[k] > 0 else "-" for k in (keys[0], keys[3])]
-        out.append(f"| {r['config']} {r['problem']} | {r['device']} | " + " | ".join(cells + ratios) + " |")
+        hand = "-" if "handoffs" not in m else f"{m['handoff_cycles_median']:.0f} ({m['handoffs']})" + (
+            f" / {s['handoff_cycles_median']:.0f} ({s['handoffs']})" if "handoffs" in s else " / -")
+        out.append(f"| {r['config']} {r['problem']} | {r['device']} | " + " | ".join(cells + ratios + [hand]) + " |")
     return out
 
 
