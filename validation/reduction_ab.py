@@ -39,7 +39,16 @@ CLUSTERS = {
     (256, 1024, 65536): ("128x128x64_c2x2_rn_sw1_e32_ds8", "128x64x64_c2x2_rn_sw1_e32_ds8",
                          "128x128x64_c2x1_rn_sw1_e32_ds4"),
 }
-SETS = {"campaign-best": CASES, "clusters": CLUSTERS}
+#: ``--set splits16``: 16 splits of the 128x256 tile on 2x1 clusters (8 output tiles fill 128 SMs; the wide tile
+#: and the multicast move fewer L2 -> SM bytes a flop than 128x128 on 2x2) and of 128x128 on 2x2, beside each
+#: problem's campaign best; chosen with the model (``--space hw`` offers at most 8 splits).
+SPLITS16 = {
+    (512, 512, 32768): ("128x128x64_c2x2_rn_sw1_e32_dh_nd", "128x256x64_c2x1_rn_sw1_e32_ds16_nd",
+                        "128x256x64_c2x1_rn_sw1_e32_ds16", "128x128x64_c2x2_rn_sw1_e32_ds16_nd"),
+    (256, 1024, 65536): ("128x128x64_c2x2_rn_sw1_e32_dsk_nd", "128x256x64_c2x1_rn_sw1_e32_ds16_nd",
+                         "128x256x64_c2x1_rn_sw1_e32_ds16", "128x128x64_c2x2_rn_sw1_e32_ds16_nd"),
+}
+SETS = {"campaign-best": CASES, "clusters": CLUSTERS, "splits16": SPLITS16}
 
 
 def variant(cfg):
