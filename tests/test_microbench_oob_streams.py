@@ -155,3 +155,34 @@ def test_l2share_groups_finds_the_fast_sms_and_streams_them_apart(monkeypatch):
     assert [len(runs[w]["sms"]) for w in alone] == [16, 12, 4, 18]
     assert {fn for fn, _, _ in gpu.launches} == {"tma_stream_masked"}
     assert "l2share_groups.fast_SMs_of_every_GPC.sum_bytes_per_clk" in res["quantities"]
+
+
+class FlushingGpu(FakeGpu):
+    def __init__(self):
+        super().__init__()
+        self.flushes = 0
+
+    def flush_l2(self):
+        self.flushes += 1
+
+
+def test_l2share_hbm_streams_each_footprint_once_per_case_cold_and_warm(monkeypatch):
+    """Every case launches 128 CTAs in stripes of g over one pass of its footprint: a cold case is one launch after
+    an L2 flush, a warm one two launches (the first untimed); the landed bytes are the footprint times g."""
+    from validation.microbench import l2share_hbm as h
+    monkeypatch.setattr(build, "cubin_path", lambda name: f"/nonexistent/{name}.cubin")
+    gpu = FlushingGpu()
+    res = h.measure(gpu, quick=True)
+    rows = res["streams"]
+    assert [(r["footprint_mib"], r["group"], r["stages"], r["what"], r["cold"]) for r in rows] == h.cases()
+    assert len(rows) == 2 * 2 * 2 * 7 and gpu.flushes == len(rows) // 2
+    assert len(gpu.launches) == 3 * len(rows) // 2 and {fn for fn, _, _ in gpu.launches} == {"tma_stream_grouped"}
+    assert all(grid == h.CTAS for _, grid, _ in gpu.launches)
+    for r in rows:
+        assert r["count"] * h.CTAS // r["group"] * h.BOX_BYTES == r["footprint_mib"] * 2**20
+        assert r["bytes_landed"] == r["footprint_mib"] * 2**20 * r["group"]
+        assert r["stagger"] == (h.SPREAD if r["what"] == "spread" else 0)
+    g4 = next(r for r in rows if (r["footprint_mib"], r["group"]) == (64, 4))
+    assert g4["count"] == 128                    # each SM reads 2 MiB, as a 512x512x32768 split-K 8 unit does
+    assert "l2share_hbm.f64.g4.s8.lockstep.cold.bytes_per_s" in res["quantities"]
+    assert len(res["quantities"]) == 2 * len(rows) and len(gpu.freed) == 2

@@ -32,7 +32,7 @@ from pathlib import Path
 #: the SMs streaming at once and the loads each keeps in flight, from HBM and L2; v3k: how close in time two reads
 #: of the same lines must be to be served as one; v3l: that window against the SMs streaming at once, partners on
 #: one GPC or two; v3m: which SMs share a limit on the L2 -> SM path, chosen SMs streaming with and without their
-#: neighbours).
+#: neighbours; v3n: streams from HBM whose boxes g SMs each read once, the few-tile long-K mainloop).
 #: Order: cheapest first.
 SUITES = {"v2": {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue": 90, "tma": 120},
           "v3": {"clock": 20, "l2share": 50, "mainloop": 60, "mainloop_cluster": 50},
@@ -47,7 +47,8 @@ SUITES = {"v2": {"clock": 20, "cluster": 40, "sync": 60, "wgmma": 90, "epilogue"
           "v3j": {"clock": 20, "tma_loaded": 120},
           "v3k": {"clock": 20, "l2share_window": 90},
           "v3l": {"clock": 20, "l2share_window_load": 120},
-          "v3m": {"clock": 20, "l2share_groups": 60}}
+          "v3m": {"clock": 20, "l2share_groups": 60},
+          "v3n": {"clock": 20, "l2share_hbm": 60}}
 FAMILIES = {f: s for suite in SUITES.values() for f, s in suite.items()}
 
 
